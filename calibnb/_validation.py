@@ -1,0 +1,140 @@
+"""Input checks shared by every public function of calibnb.
+
+The contract (DESIGN.md, "Conventions"): bad input raises ``ValueError`` or ``TypeError`` whose
+message names the argument and the problem; nothing returns NaN silently. Arrays may be numpy
+arrays, torch tensors (any device, any float dtype) or nested sequences; the numpy-side checks
+return float64 / int64 numpy arrays so that callers compute in float64.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+#: Rows of a probability matrix must sum to 1 within this absolute tolerance. Softmax outputs
+#: computed in float32 or float64 are well inside it. Half-precision inputs (float16, bfloat16)
+#: are allowed twice their machine epsilon instead (2e-3 and 1.6e-2), since rounding each entry
+#: moves the sum by about that much.
+SIMPLEX_ATOL = 1e-4
+_HALF_EPS = {"float16": 2.0**-10, "torch.float16": 2.0**-10, "torch.bfloat16": 2.0**-7}
+
+
+def to_numpy(x, name: str) -> np.ndarray:
+    """Return ``x`` as a numpy array (torch tensors are detached and moved to the CPU)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            x = x.float()
+        x = x.numpy()
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be array-like, got {type(x).__name__}") from exc
+    if arr.dtype == object:
+        raise TypeError(f"{name} must be a numeric array, got dtype object")
+    return arr
+
+
+def check_probs(probs, name: str = "probs", atol: float = SIMPLEX_ATOL) -> np.ndarray:
+    """Validate a probability matrix ``(N, K)`` and return it as float64.
+
+    Raises ``ValueError`` when it is not 2-D, empty, has fewer than two classes, holds NaN/inf
+    or negative entries, or has a row whose sum differs from 1 by more than ``atol``.
+    """
+    atol = max(atol, 2 * _HALF_EPS.get(str(getattr(probs, "dtype", "")), 0.0))
+    arr = _real_matrix(probs, name).astype(np.float64, copy=False)
+    if (arr < 0).any():
+        raise ValueError(f"{name} contains negative probabilities (min {arr.min():.3g})")
+    sums = arr.sum(axis=1)
+    worst = np.abs(sums - 1.0).max()
+    if worst > atol:
+        row = int(np.abs(sums - 1.0).argmax())
+        raise ValueError(
+            f"{name} rows must sum to 1 (tolerance {atol:g}); row {row} sums to {sums[row]:.6g}"
+        )
+    return arr
+
+
+def check_labels(labels, n_samples: int, n_classes: int, name: str = "labels") -> np.ndarray:
+    """Validate integer class labels ``(N,)`` in ``[0, n_classes)`` and return them as int64."""
+    arr = to_numpy(labels, name)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n_samples,), got shape {arr.shape}")
+    if arr.shape[0] != n_samples:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but probs has {n_samples} rows")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(
+            f"{name} must lie in [0, {n_classes}); got values in [{arr.min()}, {arr.max()}]"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def check_probs_labels(probs, labels, atol: float = SIMPLEX_ATOL):
+    """Validate a ``(probs, labels)`` pair; return ``(float64 probs, int64 labels)``."""
+    p = check_probs(probs, "probs", atol=atol)
+    y = check_labels(labels, p.shape[0], p.shape[1], "labels")
+    return p, y
+
+
+def check_logits(logits, name: str = "logits") -> np.ndarray:
+    """Validate a logit matrix ``(N, K)`` (finite, 2-D, K >= 2) and return it as float64."""
+    return _real_matrix(logits, name).astype(np.float64, copy=False)
+
+
+def _real_matrix(x, name: str) -> np.ndarray:
+    """A finite real ``(N, K)`` array with N >= 1 and K >= 2, in its own dtype."""
+    arr = to_numpy(x, name)
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it has no samples")
+    if arr.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 classes (columns), got {arr.shape[1]}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def check_int(value, name: str, minimum: int | None = None) -> int:
+    """Validate an integer hyper-parameter (bools are rejected) with an optional lower bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_real(
+    value,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict_minimum: bool = False,
+) -> float:
+    """Validate a finite real hyper-parameter within optional bounds and return it as float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None:
+        if strict_minimum and value <= minimum:
+            raise ValueError(f"{name} must be > {minimum:g}, got {value:g}")
+        if not strict_minimum and value < minimum:
+            raise ValueError(f"{name} must be >= {minimum:g}, got {value:g}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum:g}, got {value:g}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    """Validate that ``value`` is one of ``choices`` (used for string options)."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
