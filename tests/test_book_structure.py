@@ -1,0 +1,52 @@
+"""The book's sources follow the house rules (DESIGN.md, "Layout")."""
+
+import subprocess
+
+import yaml
+
+from book_pages import REPO, is_notebook, source_of, toc_files
+
+
+def test_every_toc_entry_exists():
+    missing = [doc for doc in toc_files() if not source_of(doc).exists()]
+    assert not missing, f"_toc.yml names files that do not exist: {missing}"
+
+
+def test_every_chapter_in_nbs_is_in_the_toc():
+    listed = set(toc_files())
+    chapters = {f"nbs/{p.stem}" for p in (REPO / "nbs").glob("*.md")}
+    assert chapters <= listed, f"chapters missing from _toc.yml: {sorted(chapters - listed)}"
+
+
+def test_chapters_are_myst_notebooks_with_a_kernelspec():
+    for path in (REPO / "nbs").glob("*.md"):
+        assert is_notebook(path), f"{path.name} lacks the jupytext/kernelspec header"
+        header = yaml.safe_load(path.read_text().split("---\n", 2)[1])
+        assert header["jupytext"]["text_representation"]["format_name"] == "myst"
+        assert header["kernelspec"]["name"] == "python3"
+
+
+def test_no_generated_notebooks_or_large_files_are_tracked():
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert not [f for f in tracked if f.startswith("nbs/") and f.endswith(".ipynb")]
+    large = [f for f in tracked if (REPO / f).is_file() and (REPO / f).stat().st_size > 2**21]
+    assert not large, f"files over 2 MB are tracked: {large}"
+
+
+def test_every_citation_key_is_in_the_bibliography():
+    import re
+
+    bib = (REPO / "book/references.bib").read_text()
+    keys = set(re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M))
+    cited = set()
+    for doc in toc_files():
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", source_of(doc).read_text()):
+            cited.update(k.strip() for k in group.split(","))
+    assert cited <= keys, f"cited but not in references.bib: {sorted(cited - keys)}"
+    for key in ["guo2017calibration", "mukhoti2020calibrating", "charoenphakdee2021focal",
+                "lin2017focal", "kumar2019verified", "nixon2019measuring", "blasiok2023smooth",
+                "wang2021rethinking", "ghosh2022adafocal", "tao2023dual", "fcl2024euclidean",
+                "komisarenko2024improving"]:
+        assert key in keys

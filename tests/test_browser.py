@@ -1,0 +1,110 @@
+"""The built book works offline in a real browser.
+
+Run after `make book` (`make test-browser`). A local HTTP server on 127.0.0.1 serves
+`_build/html`; Debian's headless Chromium (never a browser downloaded by a test tool) opens
+every page of the table of contents and we check that
+
+- MathJax, served from the site itself, typeset the page's math (`mjx-container` elements),
+- no request failed or went anywhere but the local server (the book needs no internet),
+- no JavaScript error was raised,
+
+and save a screenshot of each page under `_build/screenshots/`.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from urllib.parse import urlparse
+
+import pytest
+
+from book_pages import REPO, source_of, toc_files
+
+HTML = REPO / "_build" / "html"
+SCREENSHOTS = REPO / "_build" / "screenshots"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CALIBNB_CHROMIUM") or shutil.which("chromium")
+    if not path:
+        pytest.fail("Chromium not found: install Debian's `chromium` or set CALIBNB_CHROMIUM")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"{HTML}/index.html does not exist: run `make book` first")
+    handler = functools.partial(QuietHandler, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS
+        )
+        yield chromium
+        chromium.close()
+
+
+def has_math(doc: str) -> bool:
+    text = source_of(doc).read_text()
+    return "$" in text or "{math}" in text
+
+
+PAGES = ["index"] + toc_files()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_name", PAGES)
+def test_page_renders_offline_with_typeset_math(browser, server, page_name):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    failed, foreign, errors = [], [], []
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
+    page.on(
+        "response", lambda r: r.status >= 400 and failed.append(f"{r.url} (HTTP {r.status})")
+    )
+    page.on(
+        "request",
+        lambda r: urlparse(r.url).hostname not in (None, "127.0.0.1") and foreign.append(r.url),
+    )
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    page.goto(f"{server}/{page_name}.html", wait_until="networkidle")
+    doc = "book/intro" if page_name == "index" else page_name
+    if has_math(doc):
+        page.wait_for_selector("mjx-container", timeout=30_000)
+        assert page.locator("mjx-container").count() > 0
+        assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{page_name.replace('/', '_')}.png"), full_page=False)
+    page.close()
+
+    assert not failed, f"requests failed: {failed}"
+    assert not foreign, f"the page requested other hosts: {foreign}"
+    assert not errors, f"JavaScript errors: {errors}"
