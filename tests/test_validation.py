@@ -92,3 +92,14 @@ def test_scalar_checks():
         check_real(2.0, "lam", maximum=1)
     with pytest.raises(ValueError, match="binning must be one of"):
         check_choice("quantile", "binning", {"width", "mass"})
+
+
+def test_half_precision_probabilities_get_a_tolerance_of_twice_their_epsilon():
+    rows = torch.tensor([[0.2, 0.8], [0.1, 0.9]])
+    assert check_probs(rows.to(torch.bfloat16)).shape == (2, 2)  # 0.2 + 0.8 = 1.00098 in bf16
+    assert check_probs(rows.to(torch.float16)).shape == (2, 2)
+    assert check_probs(np.array([[0.2, 0.8]], np.float16)).shape == (1, 2)
+    with pytest.raises(ValueError, match="sum to 1"):
+        check_probs(np.array([[0.2, 0.81]], np.float16))  # off by 1e-2 > 2e-3
+    with pytest.raises(ValueError, match="sum to 1"):
+        check_probs(np.array([[0.2, 0.8002]]))  # float64 keeps the strict 1e-4
