@@ -1,0 +1,74 @@
+"""Command line: ``python -m calibnb run|sweep``.
+
+    python -m calibnb run nbs/train.md -p loss dual_focal_loss -p gamma 5 [-f params.yaml] [--out DIR]
+    python -m calibnb sweep configs/dfl_table1.yaml [--executor inprocess|local|slurm] [--dry-run]
+
+``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
+bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;
+later options override earlier ones. Without ``--out`` a run goes to
+``runs/<calibnb.runs.run_name(params)>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m calibnb", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute one notebook with parameters")
+    run.add_argument("notebook", type=Path)
+    run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                     metavar=("KEY", "VALUE"), help="one parameter (value parsed as YAML)")
+    run.add_argument("-y", "--yaml", action="append", default=[], help="parameters as a YAML mapping")
+    run.add_argument("-f", "--file", action="append", default=[], type=Path,
+                     help="parameters from a YAML file")
+    run.add_argument("--out", type=Path, help="the run folder (default runs/<run name>)")
+    run.add_argument("--root", type=Path, default=Path("runs"), help="parent of the default run folder")
+
+    sweep = commands.add_parser("sweep", help="run every unfinished run of a sweep file")
+    sweep.add_argument("config", type=Path)
+    sweep.add_argument("--executor", choices=["inprocess", "local", "slurm"])
+    sweep.add_argument("--dry-run", action="store_true", help="list the runs, run nothing")
+    return parser
+
+
+def _mapping(text: str, what: str) -> dict:
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise SystemExit(f"error: {what} must be a YAML mapping")
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    from calibnb import runs
+
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        params: dict = {}
+        for path in args.file:
+            params.update(_mapping(path.read_text(), f"parameter file {path}"))
+        for text in args.yaml:
+            params.update(_mapping(text, "-y"))
+        for key, value in args.parameter:
+            params[key] = yaml.safe_load(value)
+        out = args.out or args.root / runs.run_name(params)
+        print(runs.execute(args.notebook, params, out))
+        return 0
+
+    plan = runs.plan(runs.load_config(args.config))
+    for params, folder, done in plan:
+        print(f"{'done' if done else 'todo'}  {folder}")
+    if not args.dry_run:
+        runs.sweep(args.config, executor=args.executor)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

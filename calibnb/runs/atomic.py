@@ -1,0 +1,77 @@
+"""Atomic file writes: a reader sees either the old file or the complete new one, never half.
+
+Every artifact of a run is written this way (DESIGN.md, "Experiments"): the data goes to a
+temporary file in the destination's folder, which is renamed over the destination only once it
+is complete (``os.replace`` is atomic on POSIX within one file system). If writing fails, the
+temporary file is removed and the destination is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path beside ``path``; move it onto ``path`` when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    """Write ``obj`` as indented JSON atomically (NaN and inf are refused, not written)."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def save_npz(path: str | os.PathLike, **arrays) -> Path:
+    """Save arrays to a compressed ``.npz`` atomically."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+    return Path(path)
+
+
+def save_logits(path: str | os.PathLike, logits, labels) -> Path:
+    """Save a run's logits in the shared format: ``logits`` float16 ``(N, K)``, ``labels`` int64.
+
+    float16 keeps the artifacts small; metrics recomputed from the stored logits are the ones a
+    run reports (the training code evaluates its metrics on these rounded logits).
+    """
+    logits = np.asarray(logits)
+    labels = np.asarray(labels)
+    if logits.ndim != 2 or labels.shape != (logits.shape[0],):
+        raise ValueError(
+            f"logits must be (N, K) and labels (N,), got {logits.shape} and {labels.shape}"
+        )
+    if not np.isfinite(logits).all():
+        raise ValueError("logits contains NaN or inf")
+    if np.abs(logits).max() > np.finfo(np.float16).max:
+        raise ValueError("logits overflow float16 (|logit| > 65504)")
+    return save_npz(path, logits=logits.astype(np.float16), labels=labels.astype(np.int64))
+
+
+def load_logits(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Load ``(logits as float64, labels as int64)`` saved by :func:`save_logits`."""
+    with np.load(path) as data:
+        return data["logits"].astype(np.float64), data["labels"].astype(np.int64)

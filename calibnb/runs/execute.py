@@ -1,0 +1,91 @@
+"""Run one notebook with parameters: jupytext (text notebook → ipynb) then papermill.
+
+A run's folder (DESIGN.md, "Experiments") receives ``params.yaml``, ``version.json`` (calibnb
+version and git commit of the code) and the executed notebook; the notebook itself writes the
+results (``metrics.json`` last, so a folder without it is an unfinished run). Every file is
+written atomically. If the notebook raises, the executed copy is kept as ``failed.ipynb`` for
+inspection and the error is re-raised; ``metrics.json`` is then absent, so a sweep reruns it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import yaml
+
+import calibnb
+
+from .atomic import atomic_path, write_json, write_text
+
+FINISHED_MARKER = "metrics.json"
+
+
+def is_finished(run_dir: str | os.PathLike) -> bool:
+    """True when the run folder holds its final ``metrics.json``."""
+    return (Path(run_dir) / FINISHED_MARKER).is_file()
+
+
+def code_version(where: str | os.PathLike = ".") -> dict:
+    """calibnb's version and, when ``where`` is in a git checkout, its commit and dirtiness."""
+    version = {"calibnb": calibnb.__version__}
+    try:
+        run = lambda *args: subprocess.run(  # noqa: E731
+            ["git", *args], cwd=where, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        version["commit"] = run("rev-parse", "HEAD")
+        version["dirty"] = bool(run("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version
+
+
+def execute(
+    notebook: str | os.PathLike,
+    params: dict,
+    out_dir: str | os.PathLike,
+    kernel_name: str = "python3",
+    log_output: bool = False,
+) -> Path:
+    """Execute ``notebook`` (a jupytext text notebook or an ``.ipynb``) into ``out_dir``.
+
+    ``params`` are injected by papermill after the cell tagged ``parameters``; ``out_dir`` is
+    added to them (as an absolute path) so the notebook knows where to write. The notebook runs
+    with its own folder as working directory. Returns the run folder.
+    """
+    import jupytext
+    import papermill
+
+    notebook = Path(notebook)
+    if not notebook.is_file():
+        raise ValueError(f"notebook {str(notebook)!r} does not exist")
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {**params, "out_dir": str(out_dir)}
+
+    write_text(out_dir / "params.yaml", yaml.safe_dump(params, sort_keys=True))
+    write_json(out_dir / "version.json", code_version(notebook.parent))
+    executed, failed = out_dir / f"{notebook.stem}.ipynb", out_dir / "failed.ipynb"
+    with tempfile.TemporaryDirectory() as scratch:
+        source = Path(scratch) / f"{notebook.stem}.ipynb"
+        jupytext.write(jupytext.read(notebook), source, fmt="ipynb")
+        with atomic_path(executed) as target:
+            try:
+                papermill.execute_notebook(
+                    str(source),
+                    str(target),
+                    parameters=params,
+                    kernel_name=kernel_name,
+                    progress_bar=False,
+                    log_output=log_output,
+                    cwd=str(notebook.parent.resolve()),
+                )
+            except papermill.PapermillExecutionError:
+                os.replace(target, failed)  # the executed cells, kept for inspection
+                raise
+    failed.unlink(missing_ok=True)
+    return out_dir

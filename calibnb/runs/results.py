@@ -1,0 +1,53 @@
+"""Read finished runs back as one tidy table (DESIGN.md, "Experiments")."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from .execute import FINISHED_MARKER
+from .naming import EXECUTION_KEYS
+
+#: The test metrics every run reports, as fractions (DESIGN.md, ``metrics.json``).
+METRICS = ("ece", "adaece", "classwise_ece", "mce", "nll", "brier", "error", "smooth_ece")
+
+
+def load_results(root: str | os.PathLike) -> pd.DataFrame:
+    """One row per finished run below ``root`` (a run is finished when it has ``metrics.json``).
+
+    Columns: the run's parameters (``dataset``, ``model``, ``loss``, ``seed``, the loss
+    parameters, ...; not the execution-only ones such as ``device``), the test metrics before
+    calibration under their own names (``ece``, ``adaece``, ...), after temperature scaling as
+    ``<metric>_ts`` and after focal temperature scaling as ``<metric>_fts``, ``temperature``
+    (the TS temperature), ``fts_gamma`` and ``fts_temperature``, and ``run_dir``. Unfinished
+    runs are ignored. An empty frame (with the metric columns) is returned when none is found.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"root {str(root)!r} is not a folder")
+    rows = [_row(path.parent) for path in sorted(root.rglob(FINISHED_MARKER))]
+    columns = [f"{m}{suffix}" for suffix in ("", "_ts", "_fts") for m in METRICS]
+    if not rows:
+        return pd.DataFrame(columns=["dataset", "model", "loss", "seed", *columns])
+    return pd.DataFrame(rows)
+
+
+def _row(run_dir: Path) -> dict:
+    params_file = run_dir / "params.yaml"
+    params = yaml.safe_load(params_file.read_text()) if params_file.exists() else {}
+    metrics = json.loads((run_dir / FINISHED_MARKER).read_text())
+    row = {k: v for k, v in (params or {}).items() if k not in EXECUTION_KEYS}
+    test = metrics.get("test", {})
+    for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):
+        for name, value in (test.get(stage) or {}).items():
+            row[f"{name}{suffix}"] = value
+    row["temperature"] = metrics.get("temperature")
+    fts = metrics.get("fts") or {}
+    row["fts_gamma"] = fts.get("gamma")
+    row["fts_temperature"] = fts.get("temperature")
+    row["run_dir"] = str(run_dir)
+    return row

@@ -1,0 +1,157 @@
+"""Sweeps: expand a YAML grid into runs, skip the finished ones, run the rest on an executor.
+
+A sweep file (``configs/*.yaml``)::
+
+    notebook: nbs/train.md          # relative to the sweep file's repository root (see below)
+    out_root: runs/dfl_table1       # one sub-folder per run, named by calibnb.runs.run_name
+    params:                         # shared by every run
+      epochs: 350
+      recipe: mukhoti2020
+    grid:                           # a grid, or a list of grids whose runs are pooled
+      - dataset: [cifar10, cifar100]
+        model: resnet50
+        loss: [cross_entropy, focal_loss]
+        seed: [1, 2, 3]
+      - {dataset: cifar100, model: resnet50, loss: dual_focal_loss, gamma: 5, seed: [1, 2, 3]}
+    executor:                       # optional defaults for `sweep(..., executor=...)`
+      name: slurm                   # inprocess | local | slurm
+      timeout_min: 2880
+      slurm_partition: gpu
+      gpus_per_node: 1
+
+In a grid, a list is a dimension and a scalar is fixed; each grid's runs are the Cartesian
+product of its lists. Relative ``notebook`` and ``out_root`` paths are resolved against the
+folder that holds ``configs/`` (the repository root) when the file lives in a ``configs/``
+folder, else against the file's own folder.
+
+Executors: ``inprocess`` runs one notebook after another in this process; ``local`` and
+``slurm`` go through submitit (local processes, or a Slurm array job on a cluster). Runs are
+independent and each writes its ``metrics.json`` last, atomically, so interrupting a sweep
+loses no finished run: the next call skips them and reruns only the unfinished ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import yaml
+
+from .execute import execute, is_finished
+from .naming import run_name
+
+EXECUTORS = ("inprocess", "local", "slurm")
+
+
+def load_config(config: str | os.PathLike | dict) -> dict:
+    """Read a sweep file (or take a dict) and resolve its relative paths."""
+    if isinstance(config, dict):
+        return dict(config)
+    path = Path(config)
+    if not path.is_file():
+        raise ValueError(f"config file {str(path)!r} does not exist")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {str(path)!r} must hold a mapping")
+    base = path.resolve().parent
+    if base.name == "configs":
+        base = base.parent
+    for key in ("notebook", "out_root"):
+        if key in data and not Path(data[key]).is_absolute():
+            data[key] = str(base / data[key])
+    return data
+
+
+def expand_grid(config: str | os.PathLike | dict) -> list[dict]:
+    """Every run's parameters, in a stable order, without duplicates."""
+    config = load_config(config)
+    for key in ("notebook", "out_root", "grid"):
+        if key not in config:
+            raise ValueError(f"config is missing the key {key!r}")
+    shared = config.get("params") or {}
+    grids = config["grid"] if isinstance(config["grid"], list) else [config["grid"]]
+    runs, seen = [], set()
+    for grid in grids:
+        if not isinstance(grid, dict) or not grid:
+            raise ValueError(f"each grid must be a non-empty mapping, got {grid!r}")
+        axes = {k: (v if isinstance(v, list) else [v]) for k, v in grid.items()}
+        empty = [k for k, v in axes.items() if not v]
+        if empty:
+            raise ValueError(f"grid dimension {empty[0]!r} is an empty list")
+        for values in itertools.product(*axes.values()):
+            params = {**shared, **dict(zip(axes, values))}
+            name = run_name(params)
+            if name not in seen:
+                seen.add(name)
+                runs.append(params)
+    return runs
+
+
+def plan(config: str | os.PathLike | dict) -> list[tuple[dict, Path, bool]]:
+    """``(params, run folder, finished?)`` for every run of the sweep."""
+    config = load_config(config)
+    root = Path(config["out_root"])
+    return [
+        (params, root / run_name(params), is_finished(root / run_name(params)))
+        for params in expand_grid(config)
+    ]
+
+
+def sweep(
+    config: str | os.PathLike | dict,
+    executor: str | None = None,
+    dry_run: bool = False,
+    **executor_params,
+) -> list[Path]:
+    """Run every unfinished run of the sweep; return the folders of all runs (finished or not).
+
+    ``executor`` is ``"inprocess"`` (default), ``"local"`` or ``"slurm"``; extra keyword
+    arguments (``timeout_min``, ``slurm_partition``, ``gpus_per_node``, ...) are passed to
+    ``submitit.AutoExecutor.update_parameters`` and override the file's ``executor`` section.
+    With ``dry_run=True`` nothing runs. Failed runs are reported together at the end in one
+    ``RuntimeError``, after every other run had its chance.
+    """
+    config = load_config(config)
+    defaults = dict(config.get("executor") or {})
+    name = executor or defaults.pop("name", "inprocess")
+    if name not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
+    runs = plan(config)
+    todo = [(params, folder) for params, folder, done in runs if not done]
+    if dry_run or not todo:
+        return [folder for _, folder, _ in runs]
+
+    notebook = config["notebook"]
+    failures = []
+    if name == "inprocess":
+        for params, folder in todo:
+            try:
+                execute(notebook, params, folder)
+            except Exception as exc:  # keep going: one bad run must not stop the sweep
+                failures.append((folder, exc))
+    else:
+        import submitit
+
+        pool = submitit.AutoExecutor(
+            folder=Path(config["out_root"]) / "_submitit", cluster=name
+        )
+        defaults.pop("name", None)
+        pool.update_parameters(**{**defaults, **executor_params})
+        jobs = pool.map_array(
+            execute, [notebook] * len(todo), [p for p, _ in todo], [f for _, f in todo]
+        )
+        for job, (_, folder) in zip(jobs, todo):
+            try:
+                job.result()
+            except Exception as exc:
+                failures.append((folder, exc))
+    if failures:
+        lines = "\n".join(f"  {folder.name}: {_first_line(exc)}" for folder, exc in failures)
+        raise RuntimeError(f"{len(failures)} of {len(todo)} runs failed:\n{lines}")
+    return [folder for _, folder, _ in runs]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
