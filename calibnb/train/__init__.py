@@ -1,0 +1,16 @@
+"""Training: :func:`train` runs one configuration; recipes hold the papers' optimisation setups.
+
+::
+
+    from calibnb.train import train
+    result = train({"dataset": "fashion-mnist", "model": "small_cnn", "loss": "focal_loss",
+                    "gamma": 3, "epochs": 2, "out_dir": "runs/demo"})
+    result["test"]["pre"]["ece"], result["temperature"]
+"""
+
+from .config import TrainConfig
+from .evaluate import evaluate_logits
+from .loop import predict_logits, train
+from .recipes import RECIPES, Recipe
+
+__all__ = ["RECIPES", "Recipe", "TrainConfig", "evaluate_logits", "predict_logits", "train"]

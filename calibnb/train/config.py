@@ -1,0 +1,160 @@
+"""Every knob of a training run, validated before anything is loaded.
+
+:class:`TrainConfig` is what ``nbs/train.md``'s parameters cell fills in and what
+:func:`calibnb.train.train` takes. Invalid values raise ``ValueError``/``TypeError`` naming the
+parameter, so a bad papermill parameter fails in the notebook's first cell, not an hour in.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import asdict, dataclass, field
+
+from .._validation import check_choice, check_int, check_real
+from .recipes import RECIPES, Recipe
+
+#: Loss parameters that may be given flat (``-p gamma 5``) as well as inside ``loss_params``.
+FLAT_LOSS_PARAMS = ("gamma", "lam", "alpha")
+
+
+@dataclass
+class TrainConfig:
+    """One training run (defaults: the book's one-minute CPU run on Fashion-MNIST).
+
+    Data: ``dataset`` (a :func:`calibnb.data.load_dataset` name), ``data_root``, ``val_size``
+    (held out of the training set with the papers' split rule, seed ``split_seed``),
+    ``train_size`` (use only the first ``train_size`` training examples after the split; None
+    keeps all), ``augment`` (random crop with padding 4 + horizontal flip; default on for
+    32×32 colour images, off otherwise).
+    Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
+    Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
+    ``adafocal_update_every`` updates AdaFocal's γ every that many batches instead of once per
+    epoch.
+    Optimisation: ``recipe`` (:data:`calibnb.train.recipes.RECIPES`), optionally overriding its
+    ``epochs``, ``batch_size``, ``lr`` and ``weight_decay``.
+    Execution: ``seed``, ``device``, ``bf16`` (autocast; default on for CUDA), ``channels_last``
+    (default on for CUDA), ``compile`` (``torch.compile``), ``out_dir``, ``resume``,
+    ``progress``.
+    Calibration: ``n_bins`` and the criteria of the post-hoc temperature scaling and focal
+    temperature scaling fitted on the validation set (``"ece"``, the papers' protocol, or
+    ``"nll"``).
+    """
+
+    dataset: str = "fashion-mnist"
+    model: str = "mlp"
+    loss: str = "cross_entropy"
+    loss_params: dict = field(default_factory=dict)
+    model_params: dict = field(default_factory=dict)
+    recipe: str = "cpu"
+    epochs: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    seed: int = 1
+    split_seed: int = 1
+    val_size: int = 5000
+    train_size: int | None = None
+    augment: bool | None = None
+    adafocal_update_every: int | None = None
+    data_root: str | None = None
+    device: str = "cpu"
+    bf16: bool | None = None
+    channels_last: bool | None = None
+    compile: bool = False
+    n_bins: int = 15
+    ts_criterion: str = "ece"
+    fts_criterion: str = "ece"
+    out_dir: str | None = None
+    resume: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        from ..data import DATASETS
+        from ..losses import LOSSES
+        from ..models import MODELS
+
+        check_choice(self.dataset, "dataset", DATASETS)
+        check_choice(self.model, "model", MODELS)
+        check_choice(self.loss, "loss", LOSSES)
+        check_choice(self.recipe, "recipe", RECIPES)
+        for name in ("loss_params", "model_params"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r}")
+        self._check_loss_params()
+        for name in ("epochs", "batch_size", "train_size", "adafocal_update_every"):
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name, minimum=1)
+        check_int(self.seed, "seed", minimum=0)
+        check_int(self.split_seed, "split_seed", minimum=0)
+        check_int(self.val_size, "val_size", minimum=1)
+        check_int(self.n_bins, "n_bins", minimum=1)
+        if self.lr is not None:
+            check_real(self.lr, "lr", minimum=0.0, strict_minimum=True)
+        if self.weight_decay is not None:
+            check_real(self.weight_decay, "weight_decay", minimum=0.0)
+        check_choice(self.ts_criterion, "ts_criterion", ("ece", "nll"))
+        check_choice(self.fts_criterion, "fts_criterion", ("ece", "nll"))
+        for name in ("augment", "bf16", "channels_last"):
+            if getattr(self, name) not in (None, True, False):
+                raise TypeError(f"{name} must be True, False or None, got {getattr(self, name)!r}")
+        for name in ("compile", "resume", "progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.adafocal_update_every is not None and self.loss != "adafocal":
+            raise ValueError("adafocal_update_every applies to loss='adafocal' only")
+        if self.resume and self.out_dir is None:
+            raise ValueError("resume=True needs an out_dir holding the checkpoint")
+        self._check_device()
+
+    def _check_loss_params(self) -> None:
+        from ..losses import get_loss
+
+        try:
+            get_loss(self.loss, **self.loss_params)
+        except TypeError as exc:
+            raise ValueError(f"loss_params {self.loss_params} do not fit loss {self.loss!r}: {exc}") from exc
+        except ValueError as exc:
+            raise ValueError(f"loss_params: {exc}") from exc
+
+    def _check_device(self) -> None:
+        import torch
+
+        try:
+            device = torch.device(self.device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device {self.device!r} is not a torch device") from exc
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+
+    @property
+    def resolved_recipe(self) -> Recipe:
+        """The recipe with this run's overrides applied."""
+        recipe = RECIPES[self.recipe]
+        if self.epochs is not None:
+            recipe = recipe.with_epochs(self.epochs)
+        overrides = {k: getattr(self, k) for k in ("batch_size", "lr", "weight_decay")}
+        from dataclasses import replace
+
+        return replace(recipe, **{k: v for k, v in overrides.items() if v is not None})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_params(cls, **params) -> "TrainConfig":
+        """Build a config from flat notebook parameters.
+
+        ``gamma``, ``lam`` and ``alpha`` given flat (as ``-p gamma 5`` on the command line) are
+        moved into ``loss_params`` when not None; unknown names raise ``ValueError``.
+        """
+        params = dict(params)
+        loss_params = dict(params.pop("loss_params", None) or {})
+        for name in FLAT_LOSS_PARAMS:
+            value = params.pop(name, None)
+            if value is not None:
+                loss_params[name] = value
+        known = set(inspect.signature(cls).parameters)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise ValueError(f"unknown training parameter(s) {unknown}; known: {sorted(known)}")
+        return cls(loss_params=loss_params, **params)

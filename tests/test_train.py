@@ -1,0 +1,117 @@
+"""calibnb.train: configuration checks, recipes, and short real runs on Fashion-MNIST."""
+
+import json
+
+import numpy as np
+import pytest
+
+from calibnb.runs import load_logits
+from calibnb.train import RECIPES, TrainConfig, evaluate_logits, train
+from calibnb.train import loop as train_loop
+
+TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]}, progress=False)
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, error, message",
+    [
+        ({"loss": "focal"}, ValueError, "loss must be one of"),
+        ({"dataset": "imagenet"}, ValueError, "dataset must be one of"),
+        ({"model": "vit"}, ValueError, "model must be one of"),
+        ({"recipe": "fast"}, ValueError, "recipe must be one of"),
+        ({"epochs": -1}, ValueError, "epochs must be >= 1"),
+        ({"epochs": 2.5}, TypeError, "epochs must be an integer"),
+        ({"lr": 0.0}, ValueError, "lr must be > 0"),
+        ({"loss": "focal_loss", "loss_params": {"gamma": -1}}, ValueError, "loss_params"),
+        ({"loss": "cross_entropy", "loss_params": {"gamma": 2}}, ValueError, "do not fit loss"),
+        ({"adafocal_update_every": 10}, ValueError, "adafocal_update_every applies to loss='adafocal'"),
+        ({"resume": True}, ValueError, "resume=True needs an out_dir"),
+        ({"device": "cuda"}, ValueError, "CUDA is not available"),
+        ({"device": "gpu0"}, ValueError, "is not a torch device"),
+        ({"augment": "yes"}, TypeError, "augment must be True, False or None"),
+        ({"ts_criterion": "brier"}, ValueError, "ts_criterion must be one of"),
+    ],
+)
+def test_invalid_configurations_name_the_parameter(params, error, message):
+    with pytest.raises(error, match=message):
+        TrainConfig(**params)
+
+
+def test_flat_loss_parameters_and_unknown_names():
+    config = TrainConfig.from_params(loss="focal_calibration_loss", gamma=3, lam=0.5, alpha=None)
+    assert config.loss_params == {"gamma": 3, "lam": 0.5}
+    with pytest.raises(ValueError, match=r"unknown training parameter\(s\) \['epoch'\]"):
+        TrainConfig.from_params(epoch=3)
+
+
+def test_recipes_follow_the_papers():
+    paper = RECIPES["mukhoti2020"]
+    assert (paper.epochs, paper.batch_size, paper.lr, paper.momentum, paper.weight_decay) == (350, 128, 0.1, 0.9, 5e-4)
+    assert paper.milestones == (150, 250) and paper.reduction == "sum" and paper.grad_clip == 2.0
+    assert RECIPES["mukhoti2020_tiny_imagenet"].milestones == (40, 60)
+    assert paper.with_epochs(35).milestones == (15, 25)
+    assert RECIPES["cpu"].with_epochs(2).milestones == (1,)
+    config = TrainConfig(epochs=12, lr=0.05, batch_size=64)
+    assert config.resolved_recipe.milestones == (6, 10)
+    assert (config.resolved_recipe.lr, config.resolved_recipe.batch_size) == (0.05, 64)
+
+
+# -- real runs ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_run_writes_artifacts_that_reproduce_its_metrics(tmp_path):
+    result = train({**TINY, "loss": "focal_loss", "gamma": 3, "out_dir": str(tmp_path)})
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["history.csv", "logits_test.npz", "logits_val.npz", "metrics.json"]
+    assert len(result["history"]) == 2
+    stored = json.loads((tmp_path / "metrics.json").read_text())
+    val_logits, val_labels = load_logits(tmp_path / "logits_val.npz")
+    test_logits, test_labels = load_logits(tmp_path / "logits_test.npz")
+    assert val_logits.shape == (400, 10) and test_logits.shape == (10_000, 10)
+    recomputed = evaluate_logits(val_logits, val_labels, test_logits, test_labels)
+    assert json.loads(json.dumps(recomputed)) == {k: v for k, v in stored.items() if k != "gammas"}
+    assert 0.0 < stored["test"]["pre"]["error"] < 0.5  # it learned something
+    assert stored["temperature"] in np.round(np.arange(1, 101) * 0.1, 1)
+
+
+@pytest.mark.slow
+def test_resume_after_a_kill_ends_with_identical_metrics(tmp_path, monkeypatch):
+    config = {**TINY, "epochs": 3, "loss": "adafocal"}
+    uninterrupted = train({**config, "out_dir": str(tmp_path / "a")})
+
+    real_save = train_loop.save_checkpoint
+
+    def save_then_die(out_dir, state):
+        real_save(out_dir, state)
+        if state["epoch"] == 0:
+            raise KeyboardInterrupt("killed after the first epoch")
+
+    monkeypatch.setattr(train_loop, "save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train({**config, "out_dir": str(tmp_path / "b")})
+    assert not (tmp_path / "b" / "metrics.json").exists()
+    monkeypatch.setattr(train_loop, "save_checkpoint", real_save)
+    resumed = train({**config, "out_dir": str(tmp_path / "b"), "resume": True})
+
+    a = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    b = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    assert a == b
+    assert len(a["gammas"]) == 3 and len(a["gammas"][0]) == 15  # γ per bin, per epoch
+    np.testing.assert_array_equal(uninterrupted["history"]["train_loss"], resumed["history"]["train_loss"])
+
+
+@pytest.mark.slow
+def test_a_nan_loss_stops_the_run_with_a_clear_error(monkeypatch):
+    import torch
+
+    class NaNLoss(torch.nn.Module):
+        def forward(self, logits, targets):
+            return logits.sum() * float("nan")
+
+    monkeypatch.setattr(train_loop, "get_loss", lambda *args, **kwargs: NaNLoss())
+    with pytest.raises(FloatingPointError, match="epoch 1, step 1"):
+        train(TINY)
