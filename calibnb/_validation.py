@@ -20,6 +20,15 @@ SIMPLEX_ATOL = 1e-4
 _HALF_EPS = {"float16": 2.0**-10, "torch.float16": 2.0**-10, "torch.bfloat16": 2.0**-7}
 
 
+class DtypeError(TypeError, ValueError):
+    """An array of the wrong dtype (float labels, say).
+
+    Both a ``TypeError`` (the type is wrong, as in numpy and torch) and a ``ValueError`` (the
+    issues' contract: every bad input to a metric or loss is a ``ValueError``), so either
+    ``except`` clause catches it.
+    """
+
+
 def to_numpy(x, name: str) -> np.ndarray:
     """Return ``x`` as a numpy array (torch tensors are detached and moved to the CPU)."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
@@ -60,7 +69,7 @@ def check_labels(labels, n_samples: int, n_classes: int, name: str = "labels") -
     """Validate integer class labels ``(N,)`` in ``[0, n_classes)`` and return them as int64."""
     arr = to_numpy(labels, name)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
+        raise DtypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D (n_samples,), got shape {arr.shape}")
     if arr.shape[0] != n_samples:

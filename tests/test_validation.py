@@ -52,6 +52,8 @@ def test_labels_checks():
     assert y.dtype == np.int64
     with pytest.raises(TypeError, match="labels.*integer"):
         check_labels(np.array([0.0, 1.0, 2.0]), 3, 4)
+    with pytest.raises(ValueError, match="labels.*integer"):  # DtypeError is both
+        check_labels(np.array([0.0, 1.0, 2.0]), 3, 4)
     with pytest.raises(TypeError, match="labels"):
         check_labels(np.array([True, False, True]), 3, 4)
     with pytest.raises(ValueError, match=r"labels must lie in \[0, 4\)"):

@@ -1,0 +1,47 @@
+"""Calibration metrics on probabilities ``(N, K)`` and integer labels ``(N,)``.
+
+Inputs may be numpy arrays or torch tensors; everything is computed in float64 and returned as a
+plain ``float`` fraction. Bad input raises ``ValueError``/``TypeError`` naming the argument.
+
+Modules, one concept each:
+
+* ``binning``: equal-width / equal-mass ``(lo, hi]`` bins (``bin_edges``, ``assign_bins``,
+  ``bin_sums``), reused by the calibrators' grid search and by AdaFocal;
+* ``toplabel``: confidence and correctness of the predicted class;
+* ``binned``: ECE, AdaECE, MCE, classwise ECE, reliability table;
+* ``bias_corrected``: Kumar et al.'s debiased L2 ECE, Roelofs et al.'s ECE_SWEEP;
+* ``smooth``: Błasiok & Nakkiran's smooth ECE;
+* ``scores``: NLL, Brier score, error rate;
+* ``ood``: OOD-detection AUROC from entropy or maximum probability;
+* ``report``: all of the above in one call.
+"""
+
+from calibnb.metrics.bias_corrected import debiased_ece, ece_sweep
+from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
+from calibnb.metrics.binned import adaptive_ece, classwise_ece, ece, mce, reliability_table
+from calibnb.metrics.ood import ood_auroc, ood_score
+from calibnb.metrics.report import calibration_report
+from calibnb.metrics.scores import brier, error_rate, nll
+from calibnb.metrics.smooth import smooth_ece
+from calibnb.metrics.toplabel import top_label
+
+__all__ = [
+    "adaptive_ece",
+    "assign_bins",
+    "bin_edges",
+    "bin_sums",
+    "brier",
+    "calibration_report",
+    "classwise_ece",
+    "debiased_ece",
+    "ece",
+    "ece_sweep",
+    "error_rate",
+    "mce",
+    "nll",
+    "ood_auroc",
+    "ood_score",
+    "reliability_table",
+    "smooth_ece",
+    "top_label",
+]

@@ -1,0 +1,92 @@
+"""Bin assignment shared by every binned calibration estimator.
+
+Two binnings of confidences in ``[0, 1]``, both with half-open ``(lo, hi]`` bins:
+
+* ``"width"``: ``n_bins`` equal-width bins on ``linspace(0, 1, n_bins + 1)`` as in
+  :cite:t:`guo2017calibration` and the papers' code; a confidence of exactly 0 falls in the
+  first bin (the papers' ``gt(lo) & le(hi)`` test drops it; top-label confidences are never 0).
+* ``"mass"``: equal-mass (adaptive) bins of :cite:t:`nixon2019measuring` (AdaECE) and
+  :cite:t:`kumar2019verified` (ECE_EM). The sorted confidences are split into ``n_bins`` groups
+  whose sizes differ by at most one (``numpy.array_split``) and each interior edge is the midpoint
+  between the last value of one group and the first of the next. No sample is dropped (the papers'
+  ``np.interp`` edges with ``(lo, hi]`` bins lose the lowest confidence). Tied confidences always
+  share a bin, so the binning does not depend on the order of the samples; when ties straddle a
+  split some bins come out empty. These are the bins of Kumar et al.'s ``get_equal_bins``.
+
+``bin_edges`` returns the ``n_bins + 1`` edges, ``assign_bins`` maps values to bin indices, and
+``bin_sums`` accumulates the per-bin counts and sums the estimators need; all three are
+vectorised (``bincount``/``searchsorted``, no Python loop over samples or bins).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibnb._validation import check_choice, check_int, to_numpy
+
+BINNINGS = ("width", "mass")
+
+
+def bin_edges(confidences, n_bins: int = 15, binning: str = "width") -> np.ndarray:
+    """Return the ``n_bins + 1`` non-decreasing bin edges, from 0 to 1.
+
+    Parameters
+    ----------
+    confidences : array-like of shape (N,)
+        Values in ``[0, 1]`` (only used by ``binning="mass"``, but always validated).
+    n_bins : int
+        Number of bins, at least 1.
+    binning : {"width", "mass"}
+        Equal-width edges ``linspace(0, 1, n_bins + 1)`` or equal-mass edges (module docstring).
+    """
+    conf = check_confidences(confidences)
+    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    check_choice(binning, "binning", BINNINGS)
+    if binning == "width":
+        return np.linspace(0.0, 1.0, n_bins + 1)
+    return mass_edges_sorted(np.sort(conf), n_bins)
+
+
+def mass_edges_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-mass edges of already sorted confidences (no validation; see ``bin_edges``)."""
+    n = sorted_conf.shape[0]
+    q, r = divmod(n, n_bins)
+    j = np.arange(1, n_bins)
+    starts = j * q + np.minimum(j, r)  # first index of groups 1..n_bins-1 (numpy.array_split)
+    inside = starts < n
+    interior = np.ones(n_bins - 1)  # groups left empty when N < n_bins start at the top edge
+    s = starts[inside]
+    interior[inside] = (sorted_conf[s - 1] + sorted_conf[s]) / 2.0
+    return np.concatenate(([0.0], interior, [1.0]))
+
+
+def assign_bins(values, edges: np.ndarray) -> np.ndarray:
+    """Index in ``[0, len(edges) - 1)`` of the ``(lo, hi]`` bin holding each value.
+
+    Values at or below ``edges[1]`` go to bin 0 (so 0 lands in the first bin) and values above
+    ``edges[-2]`` to the last bin. Works on arrays of any shape (e.g. all class probabilities).
+    """
+    return np.searchsorted(edges[1:-1], values, side="left")
+
+
+def bin_sums(bins: np.ndarray, n_bins: int, confidences: np.ndarray, correct: np.ndarray):
+    """Per-bin ``(count, sum of confidences, sum of correctness)``, each of shape (n_bins,)."""
+    count = np.bincount(bins, minlength=n_bins).astype(np.float64)
+    conf_sum = np.bincount(bins, weights=confidences, minlength=n_bins)
+    acc_sum = np.bincount(bins, weights=correct, minlength=n_bins)
+    return count, conf_sum, acc_sum
+
+
+def check_confidences(confidences, name: str = "confidences") -> np.ndarray:
+    """Validate a 1-D, non-empty array of finite values in ``[0, 1]``; return it as float64."""
+    arr = to_numpy(confidences, name)
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    if arr.min() < 0 or arr.max() > 1:
+        raise ValueError(f"{name} must lie in [0, 1]; got values in [{arr.min()}, {arr.max()}]")
+    return arr

@@ -1,0 +1,41 @@
+"""Proper scores and accuracy: negative log-likelihood, Brier score, error rate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calibnb._validation import check_probs_labels
+from calibnb.metrics.toplabel import top_label
+
+#: ``nll`` clips the true-class probability below at float64's machine epsilon, as
+#: ``sklearn.metrics.log_loss`` does for float64 input, so a probability of exactly 0 costs
+#: -log(2.2e-16) = 36.04 instead of infinity.
+NLL_EPS = float(np.finfo(np.float64).eps)
+
+
+def nll(probs, labels) -> float:
+    """Mean negative log-likelihood -1/N sum_i log p_{i, y_i} (natural log; clip at ``NLL_EPS``)."""
+    return nll_unchecked(*check_probs_labels(probs, labels))
+
+
+def brier(probs, labels) -> float:
+    """Brier score (Brier 1950): 1/N sum_i sum_k (p_ik - 1[y_i = k])^2, in [0, 2]."""
+    return brier_unchecked(*check_probs_labels(probs, labels))
+
+
+def error_rate(probs, labels) -> float:
+    """Fraction of samples whose argmax (first maximal class on ties) is not the label."""
+    _, correct = top_label(probs, labels)
+    return float(1.0 - correct.mean())
+
+
+def nll_unchecked(p: np.ndarray, y: np.ndarray) -> float:
+    """``nll`` on validated float64 probabilities and int64 labels."""
+    p_true = p[np.arange(p.shape[0]), y]
+    return float(-np.log(np.maximum(p_true, NLL_EPS)).mean())
+
+
+def brier_unchecked(p: np.ndarray, y: np.ndarray) -> float:
+    """``brier`` on validated inputs: sum_k p_k^2 - 2 p_y + 1 per row, one pass over ``p``."""
+    p_true = p[np.arange(p.shape[0]), y]
+    return float((np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0).mean())
