@@ -1,0 +1,93 @@
+"""Forward + backward time of every calibnb loss relative to ``F.cross_entropy``.
+
+Run with ``.venv/bin/python bench/bench_losses.py``. Logits ``(4096, 100)`` float32 on the
+CPU, one thread. Each loss is timed in the same process as the baseline, alternating with it,
+by the CPU time of the calling thread (``time.thread_time``, which leaves out time spent
+descheduled on a shared machine); the ratio of the minima over ``REPEATS`` alternations is
+printed. The target is a ratio below 1.5 for every loss.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from calibnb.losses import get_loss
+
+N, K = 4096, 100
+REPEATS = 40
+TARGET = 1.5
+
+#: One configuration per loss (and per AdaFocal base), with the papers' hyper-parameters.
+CASES = {
+    "cross_entropy": {},
+    "focal_loss": {"gamma": 3.0},
+    "focal_loss_sd": {},
+    "inverse_focal_loss": {"gamma": 2.0},
+    "dual_focal_loss": {"gamma": 5.0},
+    "dual_focal_loss (mean_top3)": {"gamma": 5.0, "dual": "mean_top3"},
+    "dual_focal_loss_sd": {},
+    "focal_calibration_loss": {"gamma": 2.0, "lam": 0.5},
+    "brier_loss": {},
+    "label_smoothing_loss": {"alpha": 0.05},
+    "mmce_loss": {"lam": 2.0},
+    "adafocal": {},
+    "adafocal (dual)": {"base": "dual"},
+    "calfocal": {"lam": 10.0, "case": 1},
+}
+
+
+def step_time(loss_fn, logits: torch.Tensor, targets: torch.Tensor) -> float:
+    """CPU seconds of the calling thread for one forward + backward."""
+    logits.grad = None
+    start = time.thread_time()
+    loss_fn(logits, targets).backward()
+    return time.thread_time() - start
+
+
+def ratio_to_baseline(loss_fn, baseline, logits: torch.Tensor, targets: torch.Tensor) -> float:
+    """min time of ``loss_fn`` / min time of ``baseline``, measured alternately."""
+    loss_times, base_times = [], []
+    for _ in range(REPEATS):
+        base_times.append(step_time(baseline, logits, targets))
+        loss_times.append(step_time(loss_fn, logits, targets))
+    return min(loss_times) / min(base_times)
+
+
+def adafocal_with_fitted_bins(params: dict, logits: torch.Tensor, targets: torch.Tensor):
+    """An AdaFocal/CalFocal loss after one update, so that its gammas differ across bins."""
+    loss = get_loss(params.pop("name"), **params)
+    probs = torch.softmax(logits.detach().double(), dim=1)
+    loss.update(probs, targets)
+    return loss
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    logits = (3.0 * torch.randn(N, K)).requires_grad_()
+    targets = torch.randint(0, K, (N,))
+    baseline = lambda z, t: F.cross_entropy(z, t)  # noqa: E731
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"forward+backward, logits ({N}, {K}) float32, 1 thread, load average {load:.1f}")
+    print("ratio = min CPU time of the loss / min CPU time of F.cross_entropy")
+    worst = 0.0
+    for label, params in CASES.items():
+        name = label.split(" ")[0]
+        if name in ("adafocal", "calfocal"):
+            loss = adafocal_with_fitted_bins({"name": name, **params}, logits, targets)
+        else:
+            loss = get_loss(name, **params)
+        ratio = ratio_to_baseline(loss, baseline, logits, targets)
+        worst = max(worst, ratio)
+        flag = "" if ratio <= TARGET else f"  (above {TARGET})"
+        print(f"  {label:30s} {ratio:5.2f}x{flag}")
+    print(f"worst ratio {worst:.2f}x (target <= {TARGET}x); numpy {np.__version__}, torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Shared plumbing of the losses: input checks, reductions and a focal weight with finite gradients.
+
+Every loss takes logits ``(N, K)`` and integer targets ``(N,)`` (DESIGN.md, "Conventions").
+Shape and dtype checks are free; the value checks (finite logits, targets in ``[0, K)``) need
+the values on the host, so :func:`check_logits_targets` does them in one fused reduction and
+costs exactly one device-to-host synchronisation per call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from calibnb._validation import check_choice
+
+REDUCTIONS = ("mean", "sum", "none")
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def check_logits_targets(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """Validate ``(logits, targets)`` and return them ready to compute with.
+
+    Half-precision logits (float16, bfloat16, e.g. under ``torch.autocast``) are upcast to
+    float32, as ``torch.nn.functional.cross_entropy`` does under autocast; targets become int64.
+    Raises ``TypeError`` for non-tensors and wrong dtypes, ``ValueError`` for wrong shapes,
+    NaN/inf logits and targets outside ``[0, K)``.
+    """
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+    if not isinstance(targets, Tensor):
+        raise TypeError(f"targets must be a torch.Tensor, got {type(targets).__name__}")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must have a floating dtype, got {logits.dtype}")
+    if targets.dtype == torch.bool or targets.is_floating_point() or targets.is_complex():
+        raise TypeError(f"targets must be integer class indices, got dtype {targets.dtype}")
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {tuple(logits.shape)}")
+    n, k = logits.shape
+    if n == 0:
+        raise ValueError("logits is empty: it has no samples")
+    if k < 2:
+        raise ValueError(f"logits must have at least 2 classes (columns), got {k}")
+    if targets.shape != (n,):
+        raise ValueError(f"targets must have shape ({n},) to match logits, got {tuple(targets.shape)}")
+    if targets.device != logits.device:
+        raise ValueError(f"targets is on {targets.device} but logits is on {logits.device}")
+    # One fused check, one host sync. A sum is finite unless some logit is NaN or inf, or
+    # finite logits overflow it; only then is the exact (slower) element-wise test run.
+    t_lo, t_hi = targets.aminmax()
+    total = logits.detach().sum().double()
+    summary = torch.stack([total, t_lo.double(), t_hi.double()]).tolist()
+    finite, t_min, t_max = math.isfinite(summary[0]), summary[1], summary[2]
+    if not finite:
+        finite = bool(torch.isfinite(logits).all())
+    if not finite:
+        raise ValueError("logits contains NaN or inf")
+    if t_min < 0 or t_max >= k:
+        raise ValueError(f"targets must lie in [0, {k}); got values in [{int(t_min)}, {int(t_max)}]")
+    if logits.dtype in _HALF:
+        logits = logits.float()
+    return logits, targets.long()
+
+
+def check_reduction(reduction: str) -> str:
+    """Validate ``reduction`` against ``"mean" | "sum" | "none"``."""
+    return check_choice(reduction, "reduction", REDUCTIONS)
+
+
+def reduce(loss: Tensor, reduction: str) -> Tensor:
+    """Apply ``reduction`` to per-sample losses ``(N,)``."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def target_log_prob(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """Log-probabilities ``(N, K)`` from ``torch.log_softmax`` and the targets' ``log p_t`` ``(N,)``."""
+    logp = torch.log_softmax(logits, dim=1)
+    return logp, logp.gather(1, targets[:, None]).squeeze(1)
+
+
+def one_hot_like(logits: Tensor, targets: Tensor) -> Tensor:
+    """The one-hot labels ``(N, K)`` in the dtype and device of ``logits``."""
+    return torch.zeros_like(logits).scatter_(1, targets[:, None], 1.0)
+
+
+def one_minus_exp(log_p: Tensor) -> Tensor:
+    """``1 - p`` computed as ``-expm1(log p)``: exact even when ``p`` rounds to 1."""
+    return -torch.expm1(log_p)
+
+
+def focal_weight(base: Tensor, gamma: float | Tensor) -> Tensor:
+    """``base ** gamma`` for ``base >= 0``, ``gamma >= 0``, with finite gradients.
+
+    The focal family multiplies ``log p_t`` by such a weight. Its derivative
+    ``gamma * base ** (gamma - 1)`` is unbounded as ``base -> 0`` when ``gamma < 1`` (and
+    ``0 ** 0`` must stay 1), while the loss's true gradient, ``~ base ** gamma``, stays bounded.
+    The value is exact everywhere; the gradient through ``base`` is cut where ``base`` is below
+    the dtype's smallest normal number, where its contribution is below that number too.
+    """
+    live = base > torch.finfo(base.dtype).tiny
+    safe = torch.where(live, base, torch.ones_like(base))
+    return torch.where(live, safe.pow(gamma), base.detach().pow(gamma))

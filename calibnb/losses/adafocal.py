@@ -1,0 +1,249 @@
+"""AdaFocal (Ghosh et al. 2022, Algorithm 1 and Eq. 5), AdaDualFocal, and CalFocal (§5.1).
+
+AdaFocal keeps one gamma per *validation bin*. The bins are equal-mass bins of the validation
+set's top-label confidence; a training sample takes the gamma of the bin that its true-class
+probability ``p_t`` falls in (half-open ``[lo, hi)``, values below the first edge go to the
+first bin, above the last edge to the last). After each epoch (or every few batches) the
+trainer calls :meth:`AdaFocalLoss.update` with the validation probabilities: the bins are
+recomputed and every gamma moves multiplicatively with its bin's calibration gap
+(:func:`adafocal_update`). A negative gamma means inverse focal loss ``-(1 + p)^|gamma| log p``.
+
+The validation bins are calibnb's equal-mass bins (:func:`calibnb.metrics.binning.bin_edges`,
+``binning="mass"``: groups of sizes differing by at most one, interior edges at midpoints
+between groups, outer edges 0 and 1), so no validation sample is dropped; the authors'
+``np.interp`` edges with ``(lo, hi]`` bins drop the lowest confidence. Training samples never
+sit exactly on an interior edge in practice, so the ``[lo, hi)`` lookup agrees with the
+metrics' ``(lo, hi]`` assignment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from calibnb._validation import check_choice, check_int, check_probs_labels, check_real, to_numpy
+from calibnb.losses._common import (
+    check_logits_targets,
+    check_reduction,
+    focal_weight,
+    one_minus_exp,
+    reduce,
+    target_log_prob,
+)
+from calibnb.losses.dual_focal import target_and_dual
+from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
+
+
+def adafocal_update(
+    gammas,
+    gaps,
+    lam: float = 1.0,
+    switch: float = 0.2,
+    gamma_min: float = -2.0,
+    gamma_max: float = 20.0,
+):
+    """One gamma-update step of AdaFocal (Ghosh et al. 2022, Algorithm 1, lines 14-23).
+
+    For each bin with calibration gap ``E = C_val - A_val`` (mean confidence minus accuracy)::
+
+        gamma >= 0 (focal):          gamma <- gamma * exp( lam * E);  |gamma| < switch -> -switch
+        gamma <  0 (inverse focal):  gamma <- gamma * exp(-lam * E);  |gamma| < switch -> +switch
+
+    then ``gamma`` is clipped to ``[gamma_min, gamma_max]``. Over-confidence (``E > 0``) thus
+    raises a focal gamma and lowers the magnitude of an inverse-focal one. A NaN gap marks an
+    empty bin, whose gamma is left unchanged (the reference code gives it gap 0, with the same
+    effect). Returns the new gammas as a tensor like ``gammas`` if it is one, else as a float64
+    numpy array. Note that ``gamma = 0`` counts as focal, so it switches to ``-switch`` at the
+    next update (Algorithm 1; the reference code sends it to ``+switch``).
+    """
+    lam = check_real(lam, "lam", minimum=0.0)
+    switch = check_real(switch, "switch", minimum=0.0)
+    gamma_min = check_real(gamma_min, "gamma_min")
+    gamma_max = check_real(gamma_max, "gamma_max", minimum=gamma_min)
+    g = to_numpy(gammas, "gammas").astype(np.float64)
+    e = to_numpy(gaps, "gaps").astype(np.float64)
+    if g.ndim != 1 or g.size == 0 or not np.isfinite(g).all():
+        raise ValueError(f"gammas must be a non-empty 1-D array of finite numbers, got shape {g.shape}")
+    if e.shape != g.shape:
+        raise ValueError(f"gaps must have the shape of gammas {g.shape}, got {e.shape}")
+    if np.isinf(e).any():
+        raise ValueError("gaps contains inf (use NaN to mark an empty bin)")
+    empty = np.isnan(e)
+    focal = g >= 0
+    new = g * np.exp(np.where(focal, lam, -lam) * np.where(empty, 0.0, e))
+    new = np.where(np.abs(new) < switch, np.where(focal, -switch, switch), new)
+    new = np.where(empty, g, np.clip(new, gamma_min, gamma_max))
+    if isinstance(gammas, Tensor):
+        return torch.as_tensor(new, dtype=gammas.dtype, device=gammas.device)
+    return new
+
+
+def adafocal_loss(
+    logits: Tensor,
+    targets: Tensor,
+    gammas,
+    edges,
+    base: str = "focal",
+    reduction: str = "mean",
+) -> Tensor:
+    """AdaFocal loss (Ghosh et al. 2022, Eq. 5) for per-bin ``gammas`` ``(M,)`` and ``edges`` ``(M+1,)``.
+
+    Each sample takes the gamma of the bin its statistic ``d`` falls in (:func:`bin_index`):
+    ``gamma >= 0`` gives ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives
+    ``-(1 + d)^|gamma| log p_t``, with ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j``
+    (``base="dual"``, the dual focal form of AdaDualFocal). No gradient flows through gamma.
+    """
+    base = check_choice(base, "base", ("focal", "dual"))
+    reduction = check_reduction(reduction)
+    logits, targets = check_logits_targets(logits, targets)
+    gammas = torch.as_tensor(gammas, dtype=logits.dtype, device=logits.device)
+    edges = torch.as_tensor(edges, dtype=logits.dtype, device=logits.device)
+    if gammas.ndim != 1 or edges.shape != (gammas.shape[0] + 1,):
+        raise ValueError(
+            f"edges must have shape (len(gammas) + 1,), got {tuple(edges.shape)} for gammas {tuple(gammas.shape)}"
+        )
+    if base == "dual":
+        logp_t, p_j = target_and_dual(torch.log_softmax(logits, dim=1), targets)
+    else:
+        _, logp_t = target_log_prob(logits, targets)
+        p_j = torch.zeros_like(logp_t)
+    d = logp_t.exp() - p_j
+    gamma = gammas[bin_index(d, edges)]
+    focal_base = one_minus_exp(logp_t) + p_j
+    weight = focal_weight(torch.where(gamma >= 0, focal_base, 1.0 + d), gamma.abs())
+    return reduce(-weight * logp_t, reduction)
+
+
+def bin_index(statistic: Tensor, edges: Tensor) -> Tensor:
+    """Bin of each value for bins ``[edges[b], edges[b+1])``, clamped to the first and last bin."""
+    inner = edges[1:-1].to(statistic.device, statistic.dtype)
+    return torch.bucketize(statistic.detach(), inner, right=True)
+
+
+class _ValidationBinned(nn.Module):
+    """Shared state of AdaFocal and CalFocal: bin edges over ``[0, 1]`` and the bin lookup."""
+
+    def __init__(self, n_bins: int, reduction: str) -> None:
+        super().__init__()
+        self.n_bins = check_int(n_bins, "n_bins", minimum=1)
+        self.reduction = check_reduction(reduction)
+        self.register_buffer("edges", torch.linspace(0.0, 1.0, self.n_bins + 1, dtype=torch.float64))
+        self.history: list[dict[str, np.ndarray]] = []
+
+    def validation_bins(self, val_probs, val_labels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Equal-mass bins of validation top-label confidence: edges, counts, mean confidence, accuracy.
+
+        Mean confidence and accuracy are NaN in an empty bin.
+        """
+        probs, labels = check_probs_labels(val_probs, val_labels)
+        confidence = probs.max(axis=1)
+        correct = (probs.argmax(axis=1) == labels).astype(np.float64)
+        edges = bin_edges(confidence, self.n_bins, binning="mass")
+        counts, conf_sum, acc_sum = bin_sums(assign_bins(confidence, edges), self.n_bins, confidence, correct)
+        nonempty = counts > 0
+
+        def bin_mean(sums: np.ndarray) -> np.ndarray:
+            return np.divide(sums, counts, out=np.full(self.n_bins, np.nan), where=nonempty)
+
+        return edges, counts, bin_mean(conf_sum), bin_mean(acc_sum)
+
+
+class AdaFocalLoss(_ValidationBinned):
+    """AdaFocal: focal loss with one gamma per validation bin, updated by Algorithm 1 of Ghosh et al. (2022).
+
+    Starts from equal-width bins with ``gamma_init`` everywhere (the first epoch is focal loss
+    with gamma 1). ``base="dual"`` is AdaDualFocal, the variant in Tao et al.'s research code:
+    the dual focal loss with training samples looked up by ``p_t - p_j``; its code never
+    switches to inverse focal loss, which is ``switch=0`` here. State: ``gammas`` (per bin) and
+    ``edges`` are buffers (they follow ``.to(device)`` and ``state_dict``); ``history`` holds one
+    record per :meth:`update` with the new ``edges``, the bins' ``gaps`` and the new ``gammas``.
+    The forward pass is summed or averaged like any loss (``reduction``); the authors' code sums.
+    """
+
+    def __init__(
+        self,
+        n_bins: int = 15,
+        lam: float = 1.0,
+        gamma_init: float = 1.0,
+        gamma_max: float = 20.0,
+        gamma_min: float = -2.0,
+        switch: float = 0.2,
+        base: str = "focal",
+        reduction: str = "mean",
+    ) -> None:
+        super().__init__(n_bins, reduction)
+        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.gamma_min = check_real(gamma_min, "gamma_min")
+        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=self.gamma_min)
+        self.switch = check_real(switch, "switch", minimum=0.0)
+        gamma_init = check_real(gamma_init, "gamma_init", minimum=self.gamma_min, maximum=self.gamma_max)
+        self.base = check_choice(base, "base", ("focal", "dual"))
+        self.register_buffer("gammas", torch.full((self.n_bins,), gamma_init, dtype=torch.float64))
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return adafocal_loss(logits, targets, self.gammas, self.edges, self.base, self.reduction)
+
+    @torch.no_grad()
+    def update(self, val_probs, val_labels) -> Tensor:
+        """Recompute the validation bins and apply :func:`adafocal_update`; return the new gammas."""
+        edges, _, confidence, accuracy = self.validation_bins(val_probs, val_labels)
+        gaps = confidence - accuracy
+        gammas = adafocal_update(
+            self.gammas.cpu().numpy(), gaps, self.lam, self.switch, self.gamma_min, self.gamma_max
+        )
+        self.gammas.copy_(torch.from_numpy(gammas))
+        self.edges.copy_(torch.from_numpy(edges))
+        self.history.append({"edges": edges, "gaps": gaps, "gammas": gammas})
+        return self.gammas.clone()
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_bins={self.n_bins}, lam={self.lam}, gamma_max={self.gamma_max}, gamma_min={self.gamma_min}, "
+            f"switch={self.switch}, base={self.base!r}, reduction={self.reduction!r}"
+        )
+
+
+class CalFocalLoss(_ValidationBinned):
+    """CalFocal, the precursor of AdaFocal (Ghosh et al. 2022, §5.1, Eqs. 2 and 3).
+
+    ``case=1``: each sample's ``gamma_n = exp(lam (p_n - A_b))`` with ``A_b`` the validation
+    accuracy of the bin ``b`` that ``p_n`` falls in (Eq. 2). ``case=2``: one gamma per bin,
+    ``gamma_b = exp(lam (C_b - A_b))`` from the bin's mean confidence ``C_b`` (Eq. 3). Gammas
+    carry no gradient. Until the first :meth:`update` the bins are equal-width with ``C_b = A_b``
+    = the bin centre (a calibrated prior, so case 2 starts as focal loss with gamma 1); empty
+    validation bins keep their previous statistics. ``gamma_max`` caps ``exp(...)``, which
+    overflows float32 for the paper's ``lam = 100``; beyond it ``(1 - p)^gamma`` has underflowed
+    for every ``p`` that matters.
+    """
+
+    def __init__(
+        self, n_bins: int = 15, lam: float = 10.0, case: int = 2, gamma_max: float = 1e3, reduction: str = "mean"
+    ) -> None:
+        super().__init__(n_bins, reduction)
+        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.case = check_choice(case, "case", (1, 2))
+        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=1.0)
+        centres = (self.edges[1:] + self.edges[:-1]) / 2
+        self.register_buffer("accuracies", centres.clone())
+        self.register_buffer("confidences", centres.clone())
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        logits, targets = check_logits_targets(logits, targets)
+        _, logp_t = target_log_prob(logits, targets)
+        p_t = logp_t.detach().exp()
+        b = bin_index(p_t, self.edges)
+        accuracy = self.accuracies.to(logits.device, logits.dtype)[b]
+        level = p_t if self.case == 1 else self.confidences.to(logits.device, logits.dtype)[b]
+        gamma = torch.exp(self.lam * (level - accuracy)).clamp_max(self.gamma_max)
+        return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, self.reduction)
+
+    @torch.no_grad()
+    def update(self, val_probs, val_labels) -> None:
+        """Recompute the equal-mass validation bins and their confidence and accuracy."""
+        edges, _, confidence, accuracy = self.validation_bins(val_probs, val_labels)
+        empty = np.isnan(confidence)
+        self.confidences.copy_(torch.from_numpy(np.where(empty, self.confidences.cpu().numpy(), confidence)))
+        self.accuracies.copy_(torch.from_numpy(np.where(empty, self.accuracies.cpu().numpy(), accuracy)))
+        self.edges.copy_(torch.from_numpy(edges))
+        self.history.append({"edges": edges, "confidences": confidence, "accuracies": accuracy})

@@ -1,0 +1,107 @@
+"""Cross-entropy, focal loss, sample-dependent focal loss (FLSD) and inverse focal loss.
+
+Focal loss (Lin et al. 2017) as a calibration loss is the subject of Mukhoti et al. (2020,
+"Calibrating deep neural networks using focal loss", Eq. 1 and §5 for FLSD-53); inverse focal
+loss is Eq. 1 of Ghosh et al. (2022, AdaFocal). All log-probabilities come
+from ``log_softmax``; ``1 - p_t`` is computed as ``-expm1(log p_t)`` so that it stays exact when the
+softmax saturates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from calibnb._validation import check_real
+from calibnb.losses._common import (
+    check_logits_targets,
+    check_reduction,
+    focal_weight,
+    one_minus_exp,
+    reduce,
+    target_log_prob,
+)
+
+#: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
+FLSD53_GAMMAS = (5.0, 3.0, 3.0)
+FLSD_THRESHOLDS = (0.2, 0.5)
+
+
+def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
+    """Cross-entropy ``-log p_t``: ``torch.nn.functional.cross_entropy`` behind calibnb's checks."""
+    reduction = check_reduction(reduction)
+    logits, targets = check_logits_targets(logits, targets)
+    return F.cross_entropy(logits, targets, reduction=reduction)
+
+
+def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: str = "mean") -> Tensor:
+    """Focal loss ``-(1 - p_t)^gamma log p_t`` (Mukhoti et al. 2020, Eq. 1; Lin et al. 2017).
+
+    ``gamma = 0`` is cross-entropy; the default ``gamma = 3`` is Mukhoti et al.'s FL-3.
+    """
+    gamma = check_real(gamma, "gamma", minimum=0.0)
+    reduction = check_reduction(reduction)
+    logits, targets = check_logits_targets(logits, targets)
+    _, logp_t = target_log_prob(logits, targets)
+    return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, reduction)
+
+
+def focal_loss_sd(
+    logits: Tensor,
+    targets: Tensor,
+    gammas: Sequence[float] = FLSD53_GAMMAS,
+    thresholds: Sequence[float] = FLSD_THRESHOLDS,
+    reduction: str = "mean",
+) -> Tensor:
+    """Sample-dependent focal loss (FLSD, Mukhoti et al. 2020, §5).
+
+    Each sample's gamma is read off its own ``p_t`` (no gradient through gamma): ``gammas[i]``
+    for ``thresholds[i-1] <= p_t < thresholds[i]``. The default is FLSD-53 (5 below 0.2, else
+    3); ``gammas=(5, 3, 2)`` is the three-level schedule that the authors' code runs as "FLSD-52".
+    """
+    gammas, thresholds = check_schedule(gammas, thresholds)
+    reduction = check_reduction(reduction)
+    logits, targets = check_logits_targets(logits, targets)
+    _, logp_t = target_log_prob(logits, targets)
+    gamma = scheduled_gamma(logp_t.detach().exp(), gammas, thresholds)
+    return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, reduction)
+
+
+def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, reduction: str = "mean") -> Tensor:
+    """Inverse focal loss ``-(1 + p_t)^gamma log p_t`` (Ghosh et al. 2022, Eq. 1).
+
+    It weights confident samples *more* than cross-entropy does and so counters
+    under-confidence; AdaFocal switches to it in bins where focal loss with small gamma is
+    still under-confident.
+    """
+    gamma = check_real(gamma, "gamma", minimum=0.0)
+    reduction = check_reduction(reduction)
+    logits, targets = check_logits_targets(logits, targets)
+    _, logp_t = target_log_prob(logits, targets)
+    return reduce(-torch.pow(1.0 + logp_t.exp(), gamma) * logp_t, reduction)
+
+
+def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[Tensor, Tensor]:
+    """Validate an FLSD schedule: ``len(gammas) == len(thresholds) + 1``, thresholds increasing in (0, 1)."""
+    gammas = [check_real(g, f"gammas[{i}]", minimum=0.0) for i, g in enumerate(gammas)]
+    thresholds = [
+        check_real(t, f"thresholds[{i}]", minimum=0.0, maximum=1.0, strict_minimum=True)
+        for i, t in enumerate(thresholds)
+    ]
+    if len(gammas) != len(thresholds) + 1:
+        raise ValueError(
+            f"gammas needs one entry more than thresholds, got {len(gammas)} and {len(thresholds)}"
+        )
+    if any(b <= a for a, b in zip(thresholds, thresholds[1:])):
+        raise ValueError(f"thresholds must be strictly increasing, got {thresholds}")
+    return torch.tensor(gammas, dtype=torch.float64), torch.tensor(thresholds, dtype=torch.float64)
+
+
+def scheduled_gamma(statistic: Tensor, gammas: Tensor, thresholds: Tensor) -> Tensor:
+    """``gammas[i]`` where ``thresholds[i-1] <= statistic < thresholds[i]`` (vectorised lookup)."""
+    thresholds = thresholds.to(statistic.device, statistic.dtype)
+    index = torch.bucketize(statistic, thresholds, right=True)
+    return gammas.to(statistic.device, statistic.dtype)[index]
