@@ -1,0 +1,32 @@
+"""Data sets, the papers' train/validation split, and batched augmentation.
+
+::
+
+    from calibnb.data import load_dataset, train_val_split, augment, normalize
+
+    ds = load_dataset("fashion-mnist")            # Dataset: uint8 (N, 1, 28, 28) tensors
+    train_idx, val_idx = train_val_split(len(ds.y_train), val_size=5000, seed=1)
+    g = torch.Generator().manual_seed(0)
+    batch = augment(ds.x_train[train_idx[:128]], ds.mean, ds.std, generator=g)
+
+Shape convention: images ``(N, C, H, W)``, signals ``(N, C, L)``, labels ``(N,)`` int64.
+"""
+
+from .augment import augment, normalize, random_crop, random_hflip
+from .datasets import DATASETS, Dataset, load_dataset
+from .integrity import EXPECTED_MD5, md5sum, verify_file
+from .splits import train_val_split
+
+__all__ = [
+    "DATASETS",
+    "Dataset",
+    "EXPECTED_MD5",
+    "augment",
+    "load_dataset",
+    "md5sum",
+    "normalize",
+    "random_crop",
+    "random_hflip",
+    "train_val_split",
+    "verify_file",
+]

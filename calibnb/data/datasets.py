@@ -1,0 +1,276 @@
+"""``load_dataset``: the papers' data sets, and the offline ones the book trains on.
+
+Layout of what it returns (:class:`Dataset`): images are ``(N, C, H, W)`` uint8 tensors
+(pixels 0..255, *not* normalised), MNIST-1D signals ``(N, 1, 40)`` float32; labels are ``(N,)``
+int64. ``mean`` and ``std`` are the per-channel statistics that :func:`calibnb.data.normalize`
+uses (on the 0..1 pixel scale).
+
+Where files are looked for, first hit wins: ``root/<folder>``, ``root``,
+``$CALIBNB_DATA/<folder>``, then the system location of a distribution package (Debian's
+``dataset-fashion-mnist`` installs to ``/usr/share/datasets/fashion-mnist``). ``<folder>`` is the
+folder name of the published archive, or the one torchvision creates.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .._validation import check_choice, check_int
+from . import readers
+
+#: Normalisation of Mukhoti et al.'s code (``Data/cifar10.py``), which DFL, AdaFocal, FCL and
+#: FTS reuse for CIFAR-10, CIFAR-100 (train and validation) and SVHN alike.
+CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR_STD = (0.2023, 0.1994, 0.2010)
+#: Fashion-MNIST training-set pixel mean and standard deviation (0..1 scale), to 4 decimals.
+FASHION_MNIST_MEAN = (0.2860,)
+FASHION_MNIST_STD = (0.3530,)
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)
+DIGITS = tuple(str(d) for d in range(10))
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A data set's train and test parts as tensors, with what is needed to normalise them.
+
+    Attributes
+    ----------
+    name : the ``load_dataset`` name (``"cifar10c"`` records its corruption and severity in
+        ``info``).
+    x_train, x_test : images ``(N, C, H, W)`` uint8, or MNIST-1D signals ``(N, 1, 40)`` float32.
+    y_train, y_test : labels ``(N,)`` int64 in ``[0, num_classes)``.
+    num_classes : number of classes.
+    mean, std : per-channel normalisation statistics (pixels scaled to 0..1).
+    classes : class names, index = label.
+    info : dataset-specific details (``corruption``, ``severity``, ``folder``).
+
+    CIFAR-10-C is a test set only: its ``x_train``/``y_train`` are empty (train on ``cifar10``).
+    """
+
+    name: str
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    num_classes: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    classes: tuple[str, ...]
+    info: dict
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset({self.name!r}, train {tuple(self.x_train.shape)} {self.x_train.dtype}, "
+            f"test {tuple(self.x_test.shape)}, num_classes={self.num_classes})"
+        )
+
+
+@dataclass(frozen=True)
+class _Spec:
+    folders: tuple[str, ...]  # searched below root and $CALIBNB_DATA, in this order
+    files: tuple[str, ...]  # what must be present
+    source: str  # where a reader gets the files by hand
+    system: tuple[str, ...] = ()  # install locations of distribution packages
+
+
+_SPECS = {
+    "cifar10": _Spec(
+        ("cifar-10-batches-py",),
+        (*readers.CIFAR10_FILES["train"], *readers.CIFAR10_FILES["test"], "batches.meta"),
+        "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz (extract it)",
+    ),
+    "cifar100": _Spec(
+        ("cifar-100-python",),
+        ("train", "test", "meta"),
+        "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz (extract it)",
+    ),
+    "svhn": _Spec(
+        ("svhn", "SVHN"),
+        ("train_32x32.mat", "test_32x32.mat"),
+        "http://ufldl.stanford.edu/housenumbers/ (train_32x32.mat, test_32x32.mat)",
+    ),
+    "cifar10c": _Spec(
+        ("CIFAR-10-C",),
+        ("labels.npy",),
+        "https://zenodo.org/records/2535967 (CIFAR-10-C.tar, md5 "
+        "56bf5dcef84df0e2308c6dcbcbbd8499; extract it)",
+    ),
+    "fashion-mnist": _Spec(
+        ("fashion-mnist", "FashionMNIST/raw"),
+        (*readers.FASHION_MNIST_FILES["train"], *readers.FASHION_MNIST_FILES["test"]),
+        "https://github.com/zalandoresearch/fashion-mnist (data/fashion/*.gz), or "
+        "`apt-get install dataset-fashion-mnist`",
+        ("/usr/share/datasets/fashion-mnist",),
+    ),
+}
+DATASETS = (*_SPECS, "mnist1d")
+
+
+def _candidates(spec: _Spec, root: str | os.PathLike | None) -> list[Path]:
+    bases = [Path(root).expanduser()] if root is not None else []
+    env = os.environ.get("CALIBNB_DATA")
+    dirs = []
+    for base in bases:
+        dirs += [base / folder for folder in spec.folders] + [base]
+    if env:
+        dirs += [Path(env).expanduser() / folder for folder in spec.folders]
+    return dirs + [Path(p) for p in spec.system]
+
+
+def _locate(name: str, root, required: tuple[str, ...]) -> Path | None:
+    for folder in _candidates(_SPECS[name], root):
+        if all((folder / f).is_file() for f in required):
+            return folder
+    return None
+
+
+def _missing(name: str, root, required: tuple[str, ...], why: str = "") -> FileNotFoundError:
+    spec = _SPECS[name]
+    searched = "\n  ".join(str(p) for p in _candidates(spec, root)) or "(nothing: pass root=)"
+    return FileNotFoundError(
+        f"{name}: could not find {', '.join(required)}.{why}\nSearched:\n  {searched}\n"
+        f"Get the files from {spec.source} and put them in <dir>/{spec.folders[0]}/, then pass "
+        f"root=<dir> or set CALIBNB_DATA=<dir>."
+    )
+
+
+def _download(name: str, root) -> None:
+    """Fetch ``name`` into ``root`` (or ``$CALIBNB_DATA``) with torchvision's downloaders."""
+    target = root if root is not None else os.environ.get("CALIBNB_DATA")
+    required = _SPECS[name].files
+    try:
+        from torchvision import datasets as tv
+    except ImportError as exc:
+        raise _missing(
+            name, root, required,
+            f" download=True uses torchvision's downloaders, but torchvision does not import "
+            f"({exc}).",
+        ) from exc
+    if target is None:
+        raise ValueError("download=True needs a target folder: pass root= or set CALIBNB_DATA")
+    if name == "cifar10c":
+        raise _missing(name, root, required, " torchvision has no CIFAR-10-C downloader.")
+    target = str(Path(target).expanduser())
+    if name == "cifar10":
+        tv.CIFAR10(target, train=True, download=True)
+    elif name == "cifar100":
+        tv.CIFAR100(target, train=True, download=True)
+    elif name == "svhn":
+        for split in ("train", "test"):
+            tv.SVHN(str(Path(target) / "svhn"), split=split, download=True)
+    elif name == "fashion-mnist":
+        tv.FashionMNIST(target, train=True, download=True)
+
+
+def _stamp(folder: Path | None, files: tuple[str, ...]) -> tuple:
+    """Size and modification time of each file, so that the cache sees replaced files."""
+    if folder is None:
+        return ()
+    return tuple((f, (folder / f).stat().st_size, (folder / f).stat().st_mtime_ns) for f in files)
+
+
+@functools.lru_cache(maxsize=4)
+def _read(name, folder, stamp, verify, corruption, severity):
+    """The arrays of one data set, cached per process (``stamp`` invalidates the entry)."""
+    if name in ("cifar10", "cifar100"):
+        return readers.read_cifar(folder, name, verify)
+    if name == "svhn":
+        return (*readers.read_svhn(folder, verify), DIGITS)
+    if name == "fashion-mnist":
+        return (*readers.read_fashion_mnist(folder, verify), FASHION_MNIST_CLASSES)
+    if name == "mnist1d":
+        return (*readers.generate_mnist1d(), DIGITS)
+    x_test, y_test = readers.read_cifar10c(folder, corruption, severity, verify)
+    x_train = np.zeros((0, 3, 32, 32), dtype=np.uint8)
+    return x_train, np.zeros(0, dtype=np.int64), x_test, y_test, readers.CIFAR10_CLASSES
+
+
+def load_dataset(
+    name: str,
+    root: str | os.PathLike | None = None,
+    download: bool = False,
+    *,
+    verify: bool = True,
+    corruption: str | None = None,
+    severity: int | None = None,
+) -> Dataset:
+    """Load a data set as :class:`Dataset` tensors (images ``(N, C, H, W)`` uint8).
+
+    Parameters
+    ----------
+    name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"fashion-mnist"`` or
+        ``"mnist1d"``.
+    root : a folder holding the data set's folder (e.g. ``root/cifar-10-batches-py``) or its
+        files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).
+    download : when the files are missing, fetch them with torchvision's downloaders into
+        ``root`` (or ``$CALIBNB_DATA``). Without torchvision, or for CIFAR-10-C, which torchvision
+        does not provide, a ``FileNotFoundError`` says where to put which files.
+    verify : check each file's content md5 against the published release
+        (:mod:`calibnb.data.integrity`); a mismatch raises ``ValueError`` naming the file.
+    corruption, severity : CIFAR-10-C only; default ``"gaussian_noise"`` at severity 5, the
+        setting of the papers' shift experiments.
+
+    MNIST-1D (Greydanus & Kanarek 2020) is generated offline with the paper's default arguments
+    (4 000 train, 1 000 test signals, seed 42) and kept in memory. Loaded arrays are cached per
+    process, so a second call is free.
+    """
+    check_choice(name, "name", DATASETS)
+    if not isinstance(download, bool):
+        raise TypeError(f"download must be a bool, got {download!r}")
+    if not isinstance(verify, bool):
+        raise TypeError(f"verify must be a bool, got {verify!r}")
+    if name == "cifar10c":
+        corruption = "gaussian_noise" if corruption is None else corruption
+        check_choice(corruption, "corruption", readers.CIFAR10C_CORRUPTIONS)
+        severity = check_int(5 if severity is None else severity, "severity", minimum=1)
+        if severity > 5:
+            raise ValueError(f"severity must be in 1..5, got {severity}")
+    elif corruption is not None or severity is not None:
+        raise ValueError(f"corruption and severity apply to cifar10c only, not {name!r}")
+
+    folder, required = None, ()
+    if name != "mnist1d":
+        required = _SPECS[name].files + ((f"{corruption}.npy",) if corruption else ())
+        folder = _locate(name, root, required)
+        if folder is None and download:
+            _download(name, root)
+            folder = _locate(name, root, required)
+        if folder is None:
+            raise _missing(name, root, required)
+    stamp = _stamp(folder, required)
+    x_train, y_train, x_test, y_test, classes = _read(
+        name, folder, stamp, verify, corruption, severity
+    )
+    num_classes = len(classes)
+    stats = {
+        "fashion-mnist": (FASHION_MNIST_MEAN, FASHION_MNIST_STD),
+        "mnist1d": ((0.0,), (1.0,)),
+    }.get(name, (CIFAR_MEAN, CIFAR_STD))
+    info = {"folder": None if folder is None else str(folder)}
+    if name == "cifar10c":
+        info.update(corruption=corruption, severity=severity)
+    for split, y in (("train", y_train), ("test", y_test)):
+        if y.size and (y.min() < 0 or y.max() >= num_classes):
+            raise ValueError(f"{name}: {split} labels outside [0, {num_classes})")
+    return Dataset(
+        name=name,
+        # copies, so that editing a returned tensor cannot alter the cached arrays
+        x_train=torch.tensor(x_train),
+        y_train=torch.tensor(y_train),
+        x_test=torch.tensor(x_test),
+        y_test=torch.tensor(y_test),
+        num_classes=num_classes,
+        mean=stats[0],
+        std=stats[1],
+        classes=tuple(classes),
+        info=info,
+    )

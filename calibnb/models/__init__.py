@@ -1,0 +1,92 @@
+"""Networks: the papers' CIFAR models and small CPU nets, built by name with :func:`get_model`.
+
+============================  ==============================================================
+``get_model`` name            network
+============================  ==============================================================
+``resnet50``                  CIFAR ResNet-50, bottlenecks [3, 4, 6, 3]
+``resnet110``                 the papers' 4-stage bottleneck "ResNet-110", [3, 4, 26, 3]
+``wide_resnet26_10``          WRN-26-10, post-activation basic blocks, widths 160/320/640
+``densenet121``               CIFAR DenseNet-121, blocks [6, 12, 24, 16], growth 32
+``mlp``                       :class:`~calibnb.models.small.MLP` (``in_features`` required)
+``small_cnn``                 :class:`~calibnb.models.small.SmallCNN`
+``cnn1d``                     :class:`~calibnb.models.small.ConvNet1d` (MNIST-1D)
+============================  ==============================================================
+
+The four papers' nets follow ``torrvision/focal_calibration``'s ``Net/`` (module docstrings list
+the differences: none changes a 32×32 forward pass). ``in_channels=1`` adapts them to
+Fashion-MNIST's 28×28 grey images: the stem takes one channel and the global average pool takes
+whatever final map the smaller input produces, so no padding to 32×32 is needed. Every model
+accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from torch import nn
+
+from .._validation import check_choice, check_int
+from .densenet import DenseNet, densenet121
+from .resnet import ResNet, resnet50, resnet110
+from .small import MLP, ConvNet1d, SmallCNN
+from .wide_resnet import WideResNet, wide_resnet26_10
+
+_FACTORIES: dict[str, Callable[..., nn.Module]] = {
+    "resnet50": resnet50,
+    "resnet110": resnet110,
+    "wide_resnet26_10": wide_resnet26_10,
+    "densenet121": densenet121,
+    "mlp": MLP,
+    "small_cnn": SmallCNN,
+    "cnn1d": ConvNet1d,
+}
+MODELS = tuple(_FACTORIES)
+
+
+def get_model(
+    name: str, num_classes: int, *, input_shape: Sequence[int] | None = None, **kwargs
+) -> nn.Module:
+    """Build the network ``name`` with ``num_classes`` outputs (logits).
+
+    ``input_shape``, one example's shape without the batch dimension (``(1, 28, 28)``,
+    ``(3, 32, 32)``, ``(1, 40)``), fills in what the network needs to know about its input:
+    ``in_channels`` = ``input_shape[0]``, ``in_features`` = its product (``mlp``), ``length`` =
+    its last entry (``cnn1d``). Explicit ``kwargs`` win. Other ``kwargs`` go to the network:
+    ``in_channels`` (default 3 for the CIFAR nets, 1 for the small nets), ``hidden`` (``mlp``),
+    ``widths`` and ``pool`` (``small_cnn``), ``channels`` (``cnn1d``).
+    """
+    check_choice(name, "name", MODELS)
+    num_classes = check_int(num_classes, "num_classes", minimum=2)
+    if input_shape is not None:
+        shape = tuple(check_int(d, "input_shape", minimum=1) for d in input_shape)
+        if not shape:
+            raise ValueError("input_shape must be one example's shape, e.g. (3, 32, 32)")
+        derived = {"in_features": math.prod(shape)} if name == "mlp" else {"in_channels": shape[0]}
+        if name == "cnn1d":
+            derived["length"] = shape[-1]
+        kwargs = {**derived, **kwargs}
+    if name == "mlp" and "in_features" not in kwargs:
+        raise TypeError("get_model('mlp', ...) needs in_features or input_shape (e.g. 784)")
+    if "in_channels" in kwargs:
+        check_int(kwargs["in_channels"], "in_channels", minimum=1)
+    try:
+        return _FACTORIES[name](num_classes=num_classes, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"get_model({name!r}): {exc}") from exc
+
+
+__all__ = [
+    "MODELS",
+    "ConvNet1d",
+    "DenseNet",
+    "MLP",
+    "ResNet",
+    "SmallCNN",
+    "WideResNet",
+    "densenet121",
+    "get_model",
+    "resnet50",
+    "resnet110",
+    "wide_resnet26_10",
+]

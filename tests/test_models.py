@@ -1,0 +1,281 @@
+"""The papers' CIFAR networks and the small CPU nets.
+
+Parameter counts are checked against an independent layer-by-layer count of the reference
+architectures, written from reading ``torrvision/focal_calibration``'s ``Net/resnet.py``
+(``ResNet``/``Bottleneck``, ``resnet50`` = [3, 4, 6, 3], ``resnet110`` = [3, 4, 26, 3]),
+``Net/wide_resnet.py`` (``wide_resnet_cifar(depth=26, width=10)``) and ``Net/densenet.py``
+(``densenet121``): a k×k convolution without bias has c_in·c_out·k² weights, a batch norm 2·c
+(weight and bias; running statistics are buffers), a linear layer c_in·c_out + c_out.
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from calibnb.models import MODELS, get_model
+
+
+def conv(c_in, c_out, k):
+    return c_in * c_out * k * k
+
+
+def bn(c):
+    return 2 * c
+
+
+def linear(c_in, c_out):
+    return c_in * c_out + c_out
+
+
+def reference_resnet_params(blocks, num_classes):
+    """Net/resnet.py: 3×3 stem (3→64) + BN, bottleneck stages of 64/128/256/512 planes."""
+    total = conv(3, 64, 3) + bn(64)
+    in_planes = 64
+    for planes, n, stride in zip((64, 128, 256, 512), blocks, (1, 2, 2, 2)):
+        for s in [stride] + [1] * (n - 1):
+            total += conv(in_planes, planes, 1) + bn(planes)
+            total += conv(planes, planes, 3) + bn(planes)
+            total += conv(planes, 4 * planes, 1) + bn(4 * planes)
+            if s != 1 or in_planes != 4 * planes:  # projection shortcut
+                total += conv(in_planes, 4 * planes, 1) + bn(4 * planes)
+            in_planes = 4 * planes
+    return total + linear(2048, num_classes)
+
+
+def reference_wrn_params(depth, width, num_classes):
+    """Net/wide_resnet.py: 3×3 stem (3→16) + BN, 3 stages of (depth-2)/6 basic blocks."""
+    n = (depth - 2) // 6
+    total = conv(3, 16, 3) + bn(16)
+    in_planes = 16
+    for planes, stride in zip((16 * width, 32 * width, 64 * width), (1, 2, 2)):
+        for i in range(n):
+            c_in = in_planes if i == 0 else planes
+            total += conv(c_in, planes, 3) + bn(planes) + conv(planes, planes, 3) + bn(planes)
+            if i == 0 and (stride != 1 or in_planes != planes):  # downsample
+                total += conv(in_planes, planes, 1) + bn(planes)
+        in_planes = planes
+    return total + linear(64 * width, num_classes)
+
+
+def reference_densenet_params(blocks, growth, num_classes):
+    """Net/densenet.py: 3×3 stem (3→2g), layers BN-1×1(4g)-BN-3×3(g), transitions ×0.5."""
+    total = conv(3, 2 * growth, 3)
+    c = 2 * growth
+    for i, n in enumerate(blocks):
+        for j in range(n):
+            c_j = c + j * growth
+            total += bn(c_j) + conv(c_j, 4 * growth, 1)
+            total += bn(4 * growth) + conv(4 * growth, growth, 3)
+        c += n * growth
+        if i < len(blocks) - 1:
+            total += bn(c) + conv(c, math.floor(c * 0.5), 1)
+            c = math.floor(c * 0.5)
+    return total + bn(c) + linear(c, num_classes)
+
+
+REFERENCE = {
+    "resnet50": lambda k: reference_resnet_params((3, 4, 6, 3), k),
+    "resnet110": lambda k: reference_resnet_params((3, 4, 26, 3), k),
+    "wide_resnet26_10": lambda k: reference_wrn_params(26, 10, k),
+    "densenet121": lambda k: reference_densenet_params((6, 12, 24, 16), 32, k),
+}
+# What the formulas give (CIFAR-10, CIFAR-100); resnet50 and densenet121 are also the counts
+# commonly quoted for kuangliu/pytorch-cifar, which the reference's Net/ files follow.
+EXPECTED = {
+    "resnet50": (23_520_842, 23_705_252),
+    "resnet110": (45_864_522, 46_048_932),
+    "wide_resnet26_10": (36_481_434, 36_539_124),
+    "densenet121": (6_956_298, 7_048_548),
+}
+
+
+def n_params(model):
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+@pytest.mark.parametrize("num_classes", [10, 100])
+def test_parameter_counts_match_reference_architecture(name, num_classes):
+    model = get_model(name, num_classes)
+    assert n_params(model) == REFERENCE[name](num_classes)
+    assert n_params(model) == EXPECTED[name][num_classes == 100]
+
+
+def test_state_dict_names_match_the_reference_modules():
+    """Module names follow Net/*.py, so the authors' checkpoints load with load_state_dict."""
+    r50 = get_model("resnet50", 10).state_dict()
+    assert r50["layer1.0.shortcut.0.weight"].shape == (256, 64, 1, 1)
+    assert r50["layer4.2.conv3.weight"].shape == (2048, 512, 1, 1)
+    assert r50["fc.weight"].shape == (10, 2048)
+    assert "layer1.1.shortcut.0.weight" not in r50  # identity shortcut, empty Sequential
+    wrn = get_model("wide_resnet26_10", 100).state_dict()
+    assert wrn["layer1.0.downsample.0.weight"].shape == (160, 16, 1, 1)
+    assert wrn["layer3.3.conv2.weight"].shape == (640, 640, 3, 3)
+    assert wrn["fc.weight"].shape == (100, 640)
+    dn = get_model("densenet121", 10).state_dict()
+    assert dn["trans1.conv.weight"].shape == (128, 256, 1, 1)  # 64 + 6·32 = 256 → 128
+    assert dn["dense4.15.conv2.weight"].shape == (32, 128, 3, 3)
+    assert dn["linear.weight"].shape == (10, 1024)  # 512 + 16·32
+    r110 = get_model("resnet110", 10).state_dict()
+    assert "layer3.25.conv3.weight" in r110 and "layer3.26.conv1.weight" not in r110
+
+
+@pytest.mark.slow
+def test_resnet50_forward_shape_and_reference_pooling():
+    """At 32×32 the final map is 4×4, where the global pool equals the reference avg_pool2d(4)."""
+    torch.manual_seed(0)
+    model = get_model("resnet50", 100).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        out = model(x)
+        stem = F.relu(model.bn1(model.conv1(x)))
+        feat = model.layer4(model.layer3(model.layer2(model.layer1(stem))))
+    assert out.shape == (2, 100)
+    assert feat.shape == (2, 2048, 4, 4)
+    torch.testing.assert_close(out, model.fc(F.avg_pool2d(feat, 4).flatten(1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, last, final_map, pool", [
+    ("wide_resnet26_10", "layer3", (640, 8, 8), 8),  # reference: nn.AvgPool2d(8, stride=1)
+    ("densenet121", "bn", (1024, 4, 4), 4),  # reference: F.avg_pool2d(relu(bn(out)), 4)
+    ("resnet110", "layer4", (2048, 4, 4), 4),  # reference: F.avg_pool2d(out, 4)
+])
+def test_big_nets_forward_shape_and_reference_pooling(name, last, final_map, pool):
+    """One 32×32 image: the logits equal the classifier applied to the reference's fixed pool."""
+    torch.manual_seed(0)
+    model = get_model(name, 10).eval()
+    head = model.linear if name == "densenet121" else model.fc
+    seen = {}
+    getattr(model, last).register_forward_hook(lambda m, i, out: seen.update(feat=out))
+    with torch.no_grad():
+        out = model(torch.randn(1, 3, 32, 32))
+        feat = F.relu(seen["feat"]) if name == "densenet121" else seen["feat"]
+        assert tuple(feat.shape[1:]) == final_map
+        torch.testing.assert_close(out, head(F.avg_pool2d(feat, pool).flatten(1)))
+    assert out.shape == (1, 10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_cifar_nets_take_one_channel_28x28(name):
+    """Fashion-MNIST: in_channels=1, 28×28 images, no padding (global pooling adapts)."""
+    model = get_model(name, 10, in_channels=1).eval()
+    assert model.conv1.in_channels == 1
+    with torch.no_grad():
+        out = model(torch.randn(1, 1, 28, 28))
+    assert out.shape == (1, 10) and torch.isfinite(out).all()
+
+
+def test_one_channel_stem_changes_only_the_first_convolution():
+    k3 = n_params(get_model("resnet50", 10))
+    k1 = n_params(get_model("resnet50", 10, in_channels=1))
+    assert k3 - k1 == conv(3, 64, 3) - conv(1, 64, 3)
+
+
+SMALL = [
+    ("mlp", dict(in_features=784, hidden=(128, 64)), (4, 1, 28, 28),
+     linear(784, 128) + linear(128, 64) + linear(64, 10)),
+    ("mlp", dict(in_features=40, hidden=(100, 100)), (4, 1, 40),  # the MNIST-1D paper's MLP
+     linear(40, 100) + linear(100, 100) + linear(100, 10)),
+    ("small_cnn", dict(), (4, 1, 28, 28),
+     conv(1, 16, 3) + bn(16) + conv(16, 32, 3) + bn(32) + linear(32 * 4 * 4, 10)),
+    ("small_cnn", dict(in_channels=3, widths=(8, 16, 32), pool=2), (4, 3, 32, 32),
+     conv(3, 8, 3) + bn(8) + conv(8, 16, 3) + bn(16) + conv(16, 32, 3) + bn(32)
+     + linear(32 * 2 * 2, 10)),
+    # MNIST-1D CNN: length 40 → 19 → 10 → 5 after the three stride-2 convolutions
+    ("cnn1d", dict(), (4, 1, 40),
+     conv(1, 25, 5) // 5 + 25 + 2 * (25 * 25 * 3 + 25) + linear(25 * 5, 10)),
+]
+
+
+@pytest.mark.parametrize("name, kwargs, shape, expected", SMALL)
+def test_small_nets_shapes_and_sizes(name, kwargs, shape, expected):
+    model = get_model(name, 10, **kwargs)
+    assert n_params(model) == expected
+    assert model(torch.randn(shape)).shape == (shape[0], 10)
+
+
+# The CIFAR nets on 8×8 inputs keep the CPU test short; the layers and code paths are the same.
+BIG = pytest.mark.slow
+
+
+@pytest.mark.parametrize("name, kwargs, shape", [
+    pytest.param("resnet50", {}, (2, 3, 8, 8), marks=BIG),
+    pytest.param("densenet121", {}, (2, 3, 8, 8), marks=BIG),
+    pytest.param("wide_resnet26_10", {}, (2, 3, 8, 8), marks=BIG),
+    ("small_cnn", {}, (8, 1, 28, 28)),
+    ("mlp", {"in_features": 3 * 32 * 32}, (8, 3, 32, 32)),
+])
+def test_channels_last_gives_the_same_logits(name, kwargs, shape):
+    torch.manual_seed(0)
+    model = get_model(name, 10, **kwargs).eval()
+    x = torch.randn(shape)
+    with torch.no_grad():
+        ref = model(x)
+        model = model.to(memory_format=torch.channels_last)
+        out = model(x.to(memory_format=torch.channels_last))
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name, kwargs, shape", [
+    pytest.param("resnet50", {}, (2, 3, 8, 8), marks=BIG),
+    pytest.param("densenet121", {}, (2, 3, 8, 8), marks=BIG),
+    ("small_cnn", {}, (8, 1, 28, 28)),
+    ("mlp", {"in_features": 40}, (8, 1, 40)),
+    ("cnn1d", {}, (8, 1, 40)),
+])
+def test_bf16_autocast_forward_and_backward(name, kwargs, shape):
+    torch.manual_seed(0)
+    model = get_model(name, 10, **kwargs).eval()
+    x, y = torch.randn(shape), torch.randint(0, 10, (shape[0],))
+    with torch.no_grad():
+        ref = model(x)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = model(x)
+    assert low.dtype == torch.bfloat16
+    assert (low.float() - ref).abs().max() < 0.1 * ref.abs().max() + 0.02
+    model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    grads = [p.grad for p in model.parameters()]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize("name, shape, attribute, expected", [
+    ("mlp", (1, 28, 28), "net.1.in_features", 784),
+    ("small_cnn", (3, 32, 32), "features.0.in_channels", 3),
+    ("cnn1d", (1, 60), "fc.in_features", 25 * 8),  # length 60 → 29 → 15 → 8
+    ("resnet50", (1, 28, 28), "conv1.in_channels", 1),
+])
+def test_input_shape_fills_in_the_input_arguments(name, shape, attribute, expected):
+    model = get_model(name, 10, input_shape=shape)
+    value = model.get_submodule(attribute.rsplit(".", 1)[0])
+    assert getattr(value, attribute.rsplit(".", 1)[1]) == expected
+    assert model.eval()(torch.randn(2, *shape)).shape == (2, 10)
+
+
+def test_explicit_arguments_win_over_input_shape():
+    model = get_model("mlp", 10, input_shape=(1, 28, 28), in_features=784, hidden=(32,))
+    assert model.net[1].out_features == 32
+    with pytest.raises(ValueError, match="input_shape"):
+        get_model("small_cnn", 10, input_shape=(0, 28, 28))
+
+
+def test_get_model_validates_its_arguments():
+    assert set(MODELS) >= {"resnet50", "resnet110", "wide_resnet26_10", "densenet121"}
+    with pytest.raises(ValueError, match="name"):
+        get_model("resnet18", 10)
+    with pytest.raises(ValueError, match="num_classes"):
+        get_model("resnet50", 1)
+    with pytest.raises(TypeError, match="num_classes"):
+        get_model("resnet50", 10.0)
+    with pytest.raises(TypeError, match="in_features"):
+        get_model("mlp", 10)
+    with pytest.raises(ValueError, match="in_channels"):
+        get_model("small_cnn", 10, in_channels=0)
+    with pytest.raises(TypeError, match="wide_resnet26_10"):
+        get_model("wide_resnet26_10", 10, widths=(1, 2))
