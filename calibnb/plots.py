@@ -1,7 +1,8 @@
-"""Figures of the book: the papers' reliability diagram (more plots are added by other chapters)."""
+"""Figures of the book: reliability diagrams, learning curves and AdaFocal's γ dynamics."""
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 
 from calibnb.metrics import ece, reliability_table
@@ -50,3 +51,45 @@ def reliability_diagram(
                   ylabel="Fraction")
     ax.set_xlabel("Confidence")
     return ax, counts_ax
+
+
+def learning_curves(axes, history):
+    """Training curves of a run (``history`` as returned by :func:`calibnb.train.train`).
+
+    ``axes`` is a sequence of three axes: loss (train loss per sample, validation NLL), error
+    (train and validation) and validation ECE, each against the epoch.
+    """
+    epoch = history["epoch"]
+    loss_ax, error_ax, ece_ax = axes
+    loss_ax.plot(epoch, history["train_loss"], marker="o", label="train loss")
+    loss_ax.plot(epoch, history["val_nll"], marker="o", label="validation NLL")
+    error_ax.plot(epoch, 100 * history["train_error"], marker="o", label="train")
+    error_ax.plot(epoch, 100 * history["val_error"], marker="o", label="validation")
+    ece_ax.plot(epoch, 100 * history["val_ece"], marker="o", color="tab:red")
+    loss_ax.set(xlabel="epoch", ylabel="loss per sample")
+    error_ax.set(xlabel="epoch", ylabel="error (%)")
+    ece_ax.set(xlabel="epoch", ylabel="validation ECE (%)")
+    loss_ax.legend()
+    error_ax.legend()
+    return axes
+
+
+def gamma_dynamics(ax, gammas, edges=None):
+    """AdaFocal's γ per bin against the update step (the AdaFocal paper's Figure 5, bottom row).
+
+    ``gammas`` is a list (one entry per update) of per-bin γ lists, as stored in a run's
+    ``metrics.json``; ``edges`` (optional, the last update's bin edges) label the bins by their
+    confidence range. Negative γ (inverse focal loss) lies below the dotted zero line.
+    """
+    values = np.asarray(gammas, dtype=float)
+    if values.ndim != 2 or values.size == 0:
+        raise ValueError(f"gammas must be a non-empty list of per-bin lists, got shape {values.shape}")
+    steps = np.arange(1, values.shape[0] + 1)
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 1, values.shape[1]))
+    for b in range(values.shape[1]):
+        label = f"bin {b}" if edges is None else f"({edges[b]:.2f}, {edges[b + 1]:.2f}]"
+        ax.plot(steps, values[:, b], color=colours[b], marker=".", label=label)
+    ax.axhline(0.0, color="gray", linestyle=":")
+    ax.set(xlabel="update (epoch)", ylabel=r"$\gamma$")
+    ax.legend(fontsize="x-small", ncol=3)
+    return ax

@@ -33,6 +33,7 @@ TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]
         ({"device": "gpu0"}, ValueError, "is not a torch device"),
         ({"augment": "yes"}, TypeError, "augment must be True, False or None"),
         ({"ts_criterion": "brier"}, ValueError, "ts_criterion must be one of"),
+        ({"reduction": "none"}, ValueError, "reduction must be one of"),
     ],
 )
 def test_invalid_configurations_name_the_parameter(params, error, message):
@@ -54,7 +55,8 @@ def test_recipes_follow_the_papers():
     assert RECIPES["mukhoti2020_tiny_imagenet"].milestones == (40, 60)
     assert paper.with_epochs(35).milestones == (15, 25)
     assert RECIPES["cpu"].with_epochs(2).milestones == (1,)
-    config = TrainConfig(epochs=12, lr=0.05, batch_size=64)
+    config = TrainConfig(epochs=12, lr=0.05, batch_size=64, reduction="mean")
+    assert config.resolved_recipe.reduction == "mean"
     assert config.resolved_recipe.milestones == (6, 10)
     assert (config.resolved_recipe.lr, config.resolved_recipe.batch_size) == (0.05, 64)
 

@@ -31,7 +31,8 @@ class TrainConfig:
     ``adafocal_update_every`` updates AdaFocal's γ every that many batches instead of once per
     epoch.
     Optimisation: ``recipe`` (:data:`calibnb.train.recipes.RECIPES`), optionally overriding its
-    ``epochs``, ``batch_size``, ``lr`` and ``weight_decay``.
+    ``epochs``, ``batch_size``, ``lr``, ``weight_decay`` and ``reduction`` (the papers' code sums
+    every loss over the batch except Brier, which it averages: its sweep files say so).
     Execution: ``seed``, ``device``, ``bf16`` (autocast; default on for CUDA), ``channels_last``
     (default on for CUDA), ``compile`` (``torch.compile``), ``out_dir``, ``resume``,
     ``progress``.
@@ -47,6 +48,7 @@ class TrainConfig:
     model_params: dict = field(default_factory=dict)
     recipe: str = "cpu"
     epochs: int | None = None
+    reduction: str | None = None
     batch_size: int | None = None
     lr: float | None = None
     weight_decay: float | None = None
@@ -92,6 +94,8 @@ class TrainConfig:
             check_real(self.lr, "lr", minimum=0.0, strict_minimum=True)
         if self.weight_decay is not None:
             check_real(self.weight_decay, "weight_decay", minimum=0.0)
+        if self.reduction is not None:
+            check_choice(self.reduction, "reduction", ("mean", "sum"))
         check_choice(self.ts_criterion, "ts_criterion", ("ece", "nll"))
         check_choice(self.fts_criterion, "fts_criterion", ("ece", "nll"))
         for name in ("augment", "bf16", "channels_last"):
@@ -132,7 +136,7 @@ class TrainConfig:
         recipe = RECIPES[self.recipe]
         if self.epochs is not None:
             recipe = recipe.with_epochs(self.epochs)
-        overrides = {k: getattr(self, k) for k in ("batch_size", "lr", "weight_decay")}
+        overrides = {k: getattr(self, k) for k in ("batch_size", "lr", "weight_decay", "reduction")}
         from dataclasses import replace
 
         return replace(recipe, **{k: v for k, v in overrides.items() if v is not None})

@@ -15,6 +15,15 @@ from ..calibration import FocalTemperatureScaling, TemperatureScaling
 from ..metrics import calibration_report
 
 
+def fit_calibrators(
+    val_logits, val_labels, n_bins: int = 15, ts_criterion: str = "ece", fts_criterion: str = "ece"
+) -> tuple[TemperatureScaling, FocalTemperatureScaling]:
+    """Temperature scaling and focal temperature scaling fitted on the validation logits."""
+    ts = TemperatureScaling(criterion=ts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
+    fts = FocalTemperatureScaling(criterion=fts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
+    return ts, fts
+
+
 def evaluate_logits(
     val_logits,
     val_labels,
@@ -23,6 +32,7 @@ def evaluate_logits(
     n_bins: int = 15,
     ts_criterion: str = "ece",
     fts_criterion: str = "ece",
+    calibrators: tuple[TemperatureScaling, FocalTemperatureScaling] | None = None,
 ) -> dict:
     """The ``metrics.json`` content of a run, without its ``gammas`` (the trainer adds them).
 
@@ -30,12 +40,11 @@ def evaluate_logits(
     "fts": {"gamma": γ, "temperature": T}}``, each ``{...}`` being
     :func:`calibnb.metrics.calibration_report` with ``n_bins`` bins. Temperature scaling and
     focal temperature scaling use their papers' protocols (``criterion="ece"``) unless asked
-    otherwise.
+    otherwise; pass already fitted ``calibrators`` (from :func:`fit_calibrators`) to skip the fit.
     """
     val_logits = np.asarray(val_logits, dtype=np.float64)
     test_logits = np.asarray(test_logits, dtype=np.float64)
-    ts = TemperatureScaling(criterion=ts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
-    fts = FocalTemperatureScaling(criterion=fts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
+    ts, fts = calibrators or fit_calibrators(val_logits, val_labels, n_bins, ts_criterion, fts_criterion)
     return {
         "val": calibration_report(softmax(val_logits, axis=1), val_labels, n_bins=n_bins),
         "test": {

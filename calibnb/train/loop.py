@@ -28,7 +28,7 @@ from ..models import get_model
 from ..runs.atomic import save_logits, write_json, write_text
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
-from .evaluate import evaluate_logits
+from .evaluate import evaluate_logits, fit_calibrators
 
 _SYNC_EVERY = 50  # steps between finiteness checks of the loss (each costs one host sync)
 
@@ -62,17 +62,8 @@ class _Data:
 
 
 def _build_model(config: TrainConfig, data: _Data) -> nn.Module:
-    import inspect
-
-    from ..models import _FACTORIES
-
-    kwargs = dict(config.model_params)
-    accepted = inspect.signature(_FACTORIES[config.model]).parameters
-    if "in_features" in accepted and "in_features" not in kwargs:
-        kwargs["in_features"] = int(np.prod(data.x_train.shape[1:]))
-    if "in_channels" in accepted and "in_channels" not in kwargs:
-        kwargs["in_channels"] = int(data.x_train.shape[1])
-    return get_model(config.model, data.num_classes, **kwargs)
+    shape = tuple(data.x_train.shape[1:])
+    return get_model(config.model, data.num_classes, input_shape=shape, **config.model_params)
 
 
 @torch.no_grad()
@@ -90,7 +81,9 @@ def train(config: TrainConfig | dict) -> dict:
     """Train one run and write its artifacts into ``config.out_dir`` (if set).
 
     Returns the run's metrics (the content of ``metrics.json``, see :func:`evaluate_logits`)
-    plus ``"history"`` (a DataFrame, one row per epoch) and ``"out_dir"``. With
+    plus ``"history"`` (a DataFrame, one row per epoch), ``"logits"`` (``{"val": (logits,
+    labels), "test": (logits, labels)}``, the float16-rounded logits the metrics come from) and
+    ``"calibrators"`` (the fitted ``{"ts": ..., "fts": ...}``) and ``"out_dir"``. With
     ``resume=True`` and a checkpoint in ``out_dir``, training continues after the last saved
     epoch; on the CPU with a fixed seed it ends with the same metrics as an uninterrupted run.
     """
@@ -221,10 +214,8 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
     val_logits = half(predict_logits(model, data.x_val, data, autocast))
     test_logits = half(predict_logits(model, data.x_test, data, autocast))
     y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
-    metrics = evaluate_logits(
-        val_logits, y_val, test_logits, y_test,
-        n_bins=config.n_bins, ts_criterion=config.ts_criterion, fts_criterion=config.fts_criterion,
-    )
+    ts, fts = fit_calibrators(val_logits, y_val, config.n_bins, config.ts_criterion, config.fts_criterion)
+    metrics = evaluate_logits(val_logits, y_val, test_logits, y_test, n_bins=config.n_bins, calibrators=(ts, fts))
     metrics["gammas"] = [row["gammas"] for row in history if "gammas" in row]
     table = pd.DataFrame(history)
     if out_dir is not None:
@@ -233,4 +224,10 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
         write_text(out_dir / "history.csv", table.to_csv(index=False))
         write_json(out_dir / "metrics.json", metrics)
         (out_dir / CHECKPOINT).unlink(missing_ok=True)
-    return {**metrics, "history": table, "out_dir": str(out_dir) if out_dir else None}
+    return {
+        **metrics,
+        "history": table,
+        "logits": {"val": (val_logits, y_val), "test": (test_logits, y_test)},
+        "calibrators": {"ts": ts, "fts": fts},
+        "out_dir": str(out_dir) if out_dir else None,
+    }
