@@ -1,0 +1,180 @@
+"""The vectorised (γ, T) grid behind :class:`FocalTemperatureScaling`.
+
+Scoring one candidate (γ, T) the straightforward way costs a softmax, the full focal map and a
+sort of the confidences. The grid reuses work instead:
+
+* per temperature, one pass computes the γ-free terms of Eq. (1) (``log q``, ``log(1 − q)``,
+  ``d``) for every class;
+* the binned ECE and the NLL need only the top-class probability and the label's probability, so
+  for each γ only the normaliser ``Σ_k w_k`` is summed over the classes, all γ at once;
+* the equal-mass ECE of a batch of candidates needs only the order statistics at the bin splits
+  (``np.partition``), not a full sort, and one ``bincount`` for all candidates.
+
+The equal-mass binning is :func:`calibnb.metrics.binning.mass_edges_sorted` (array-split groups,
+midpoint edges, ``(lo, hi]`` bins), and the per-bin sums accumulate in sample order exactly as
+:func:`calibnb.metrics.ece` does, so the batched ECE equals the metric for every candidate.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+from .._validation import check_real
+from .focal_map import SERIES_BELOW
+
+def check_grid(values, default, name: str, positive: bool = False,
+               minimum: float | None = None) -> np.ndarray:
+    """A non-empty 1-D float64 grid of finite values (``default`` when ``values`` is None)."""
+    grid = np.asarray(default if values is None else values, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {grid.shape}")
+    for v in grid:
+        check_real(float(v), name, minimum=0.0 if positive else minimum, strict_minimum=positive)
+    return grid
+
+
+def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
+    """Top-label ECE of each row of ``conf`` (M, N) against the shared ``correct`` (N,).
+
+    Row ``i`` equals ``calibnb.metrics.ece(P_i, labels, n_bins, binning)`` for any probabilities
+    ``P_i`` whose top-class probabilities are ``conf[i]`` and whose correctness is ``correct``.
+    """
+    m, n = conf.shape
+    if binning == "mass":
+        interior = _mass_interior_edges(conf, n_bins)
+    else:
+        interior = np.broadcast_to(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], (m, n_bins - 1))
+    bins = np.zeros((m, n), dtype=np.int64)
+    for b in range(n_bins - 1):  # searchsorted(edges, side="left"): the number of edges below
+        bins += conf > interior[:, b : b + 1]
+    cells = (bins + np.arange(m)[:, None] * n_bins).ravel()
+    conf_sum = np.bincount(cells, weights=conf.ravel(), minlength=m * n_bins)
+    acc_sum = np.bincount(cells, weights=np.broadcast_to(correct, (m, n)).ravel(),
+                          minlength=m * n_bins)
+    return np.abs(conf_sum - acc_sum).reshape(m, n_bins).sum(axis=1) / n
+
+
+def _mass_interior_edges(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """The interior equal-mass edges of each row (``mass_edges_sorted`` without a full sort)."""
+    m, n = conf.shape
+    q, r = divmod(n, n_bins)
+    j = np.arange(1, n_bins)
+    starts = j * q + np.minimum(j, r)
+    inside = starts < n
+    s = starts[inside]
+    interior = np.ones((m, n_bins - 1))
+    if s.size:
+        part = np.partition(conf, np.unique(np.concatenate((s - 1, s))), axis=1)
+        interior[:, inside] = (part[:, s - 1] + part[:, s]) / 2.0
+    return interior
+
+
+class FocalGrid:
+    """Top-class and label log-probabilities of ``focal_softmax(z, γ, T)`` for many γ at once.
+
+    Built once from validation logits and labels; :meth:`evaluate` takes one temperature and a
+    vector of γ and returns ``(conf, log_p_label)``, each of shape (n_gammas, N). Computed in
+    float64 with the same log-space formulas as :mod:`calibnb.calibration.focal_map` (the top
+    class through the outside mass ``m``), so it is finite for any finite logits.
+
+    Grids with more than ``COMPILE_ABOVE`` (sample, class, γ, T) evaluations run the kernel through
+    ``torch.compile``, which fuses it into one vectorised loop (about 15× faster on the CPU than
+    eager PyTorch, whose float64 ``exp`` is not vectorised); smaller ones run it eagerly, which
+    skips the one-off compilation, on one thread: its many small element-wise operations ran
+    up to 6× slower with two threads on the shared 2-core machine. The fused compiled kernel
+    uses PyTorch's thread setting (``torch.set_num_threads``); on an idle 2-core machine two
+    threads halve its time, on an oversubscribed one a single thread is faster.
+    """
+
+    COMPILE_ABOVE = 2e8
+
+    def __init__(self, z: np.ndarray, y: np.ndarray, n_evaluations: float = 0.0):
+        self.z = torch.from_numpy(np.ascontiguousarray(z))
+        self.y = torch.from_numpy(y)
+        self.top = self.z.argmax(dim=1)
+        self.correct = (self.top == self.y).numpy().astype(np.float64)
+        self.compiled = n_evaluations * z.size > self.COMPILE_ABOVE
+        self.kernel = _compiled_kernel() if self.compiled else _focal_top_kernel
+
+    def evaluate(self, temperature: float, gammas: np.ndarray):
+        g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
+        t = torch.tensor(float(temperature), dtype=torch.float64)
+        if self.compiled:
+            conf, log_p_label = self.kernel(self.z, self.top, self.y, t, g)
+            return conf.numpy(), log_p_label.numpy()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            conf, log_p_label = self.kernel(self.z, self.top, self.y, t, g)
+        finally:
+            torch.set_num_threads(threads)
+        return conf.numpy(), log_p_label.numpy()
+
+
+def _focal_top_kernel(z, top, y, temperature, g, stages=None):
+    """``(conf, log_p_label)`` of shape (n_gammas, N) for one temperature (see ``FocalGrid``).
+
+    The formulas of :func:`calibnb.calibration.focal_map._log_focal_map`, restricted to what the
+    criteria need: the top class's weight and the normaliser summed over the other classes. Two
+    stages, so that a compiler materialises the γ-free terms instead of recomputing them per γ.
+    """
+    terms, per_gamma = stages or (_temperature_terms, _gamma_sums)
+    log_q, log_1mq, d, log1p_s, log_m = terms(z, top, temperature)
+    return per_gamma(log_q, log_1mq, d, log1p_s, log_m, top, y, g)
+
+
+def _temperature_terms(z, top, temperature):
+    """The γ-free terms of Eq. (1) at one temperature; the top class enters through ``log m``."""
+    is_top = torch.arange(z.shape[1]) == top[:, None]
+    shifted = z / temperature
+    shifted = shifted - shifted.amax(dim=1, keepdim=True)
+    others = torch.where(is_top, -torch.inf, shifted)
+    log_s = torch.logsumexp(others, dim=1)      # finite even where exp underflows
+    log1p_s = torch.log1p(torch.exp(log_s))
+    log_q = others - log1p_s[:, None]           # the non-top classes; -inf at the top
+    q = torch.exp(log_q)
+    log_1mq = torch.log1p(-q)
+    d = 1.0 + torch.where(is_top, 0.0, q * log_q) / (1.0 - q)   # 1 − x, x = −q log q / (1 − q)
+    return log_q, log_1mq, d, log1p_s, log_s - log1p_s          # log m = log(1 − q_top)
+
+
+def _gamma_sums(log_q, log_1mq, d, log1p_s, log_m, top, y, g):
+    """Top-class confidence and label log-probability for every γ from the γ-free terms."""
+    gc, gg = g[:, None], g[:, None, None]
+    log_w_top = -log1p_s - gc * log_m - _log_denominator(gc, _log_d_top(log_m))
+    w = torch.exp(log_q - gg * log_1mq) / ((1.0 + gg) - gg * d)
+    ratio = torch.exp(torch.log(w.sum(dim=2)) - log_w_top)
+    conf = 1.0 / (1.0 + ratio)
+
+    pick = y[:, None]
+    log_q_y, log_1mq_y, d_y = (torch.gather(a, 1, pick)[:, 0] for a in (log_q, log_1mq, d))
+    log_w_y = log_q_y - gc * log_1mq_y - torch.log((1.0 + gc) - gc * d_y)
+    log_z = log_w_top + torch.log1p(ratio)      # log of the normaliser Σ_k w_k
+    log_p_label = torch.where(y == top, -torch.log1p(ratio), log_w_y - log_z)
+    return conf, log_p_label
+
+
+def _log_denominator(g, log_d):
+    """``log((1 + γ) − γ d)``, as a log-sum for γ < 0 so that γ = −1 with tiny ``d`` is exact."""
+    negative = torch.logaddexp(torch.log1p(torch.clamp(g, max=0.0)), torch.log(g.abs()) + log_d)
+    return torch.where(g < 0, negative, torch.log((1.0 + g) - g * torch.exp(log_d)))
+
+
+def _log_d_top(log_m: torch.Tensor) -> torch.Tensor:
+    """``log d`` of the top class, ``d = 1 + (1 − m) log1p(−m) / m = m/2 + m²/6 + m³/12 + …``."""
+    m = torch.exp(log_m)
+    small = m < SERIES_BELOW
+    safe = torch.where(small, 0.5, m)
+    direct = torch.log1p((1.0 - safe) * torch.log1p(-safe) / safe)
+    return torch.where(small, log_m - math.log(2.0) + torch.log1p(m / 3 + m**2 / 6), direct)
+
+
+@functools.cache
+def _compiled_kernel():
+    stages = (torch.compile(_temperature_terms, dynamic=True),
+              torch.compile(_gamma_sums, dynamic=True))
+    return functools.partial(_focal_top_kernel, stages=stages)

@@ -1,0 +1,179 @@
+"""The other post-hoc calibrators the papers compare against, scikit-learn style.
+
+* :class:`EnsembleTemperatureScaling` — Zhang et al. (2020), Mix-n-Match, Eq. (9): a convex
+  combination ``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` (AdaFocal's Table 3).
+* :class:`SplineCalibration` — Gupta et al. (2021): a cubic spline fitted to the cumulative
+  accuracy of the validation samples sorted by confidence; its derivative is the calibrated
+  top-label confidence (AdaFocal's Table 4).
+* :class:`HistogramBinning`, :class:`IsotonicCalibration` — Zadrozny & Elkan (2001, 2002) on the
+  top-label confidence: the validation accuracy of equal-mass bins, or a monotone fit
+  (scikit-learn's ``IsotonicRegression``).
+
+The last three recalibrate the top-label confidence ``c`` to ``c' >= 1/K`` and give the other
+classes ``1 − c'`` in proportion to their probabilities, mixed with the uniform share just enough
+that none exceeds ``c'``: the predicted class never changes, so the top-label metrics the papers
+report are those of the recalibrated confidence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.interpolate import make_lsq_spline
+from scipy.optimize import minimize, minimize_scalar
+from scipy.special import softmax
+from sklearn.isotonic import IsotonicRegression
+
+from .._validation import check_choice, check_int, check_labels, check_logits
+from ..metrics.binning import assign_bins, mass_edges_sorted
+
+
+def _validated(logits, labels):
+    z = check_logits(logits, "logits")
+    return z, check_labels(labels, z.shape[0], z.shape[1], "labels")
+
+
+def _check_fitted(estimator, attribute: str) -> None:
+    if not hasattr(estimator, attribute):
+        raise ValueError(
+            f"{type(estimator).__name__} is not fitted yet: call fit(logits, labels) first")
+
+
+class EnsembleTemperatureScaling:
+    """Ensemble temperature scaling (Zhang et al. 2020, Mix-n-Match, Section 3.1).
+
+    ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
+    temperature scaling, then the weights, on the probability simplex, minimise the ``loss`` of
+    the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the default of the
+    authors' code; ``"nll"`` is the alternative it offers.
+
+    Attributes: ``temperature_``, ``weights_`` (w1, w2, w3).
+    """
+
+    def __init__(self, loss: str = "mse"):
+        self.loss = loss
+
+    def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
+        check_choice(self.loss, "loss", ("mse", "nll"))
+        z, y = _validated(logits, labels)
+        onehot = np.eye(z.shape[1])[y]
+        score = _brier if self.loss == "mse" else _nll
+        result = minimize_scalar(lambda log_t: score(softmax(z / np.exp(log_t), axis=1), onehot),
+                                 bounds=(-5.0, 5.0), method="bounded", options={"xatol": 1e-8})
+        self.temperature_ = float(np.exp(result.x))
+        parts = self._parts(z)
+        mix = minimize(lambda w: score(np.tensordot(w, parts, axes=1), onehot), x0=np.ones(3) / 3,
+                       method="SLSQP", bounds=[(0.0, 1.0)] * 3,
+                       constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
+        self.weights_ = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
+        return self
+
+    def predict_proba(self, logits) -> np.ndarray:
+        _check_fitted(self, "weights_")
+        return np.tensordot(self.weights_, self._parts(check_logits(logits, "logits")), axes=1)
+
+    def _parts(self, z: np.ndarray) -> np.ndarray:
+        return np.stack([softmax(z / self.temperature_, axis=1), softmax(z, axis=1),
+                         np.full(z.shape, 1.0 / z.shape[1])])
+
+
+def _brier(p: np.ndarray, onehot: np.ndarray) -> float:
+    return float(((p - onehot) ** 2).sum(axis=1).mean())
+
+
+def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
+    return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
+
+
+class _TopLabelCalibrator:
+    """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring)."""
+
+    def fit(self, logits, labels):
+        z, y = _validated(logits, labels)
+        p = softmax(z, axis=1)
+        self._fit_top(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))
+        self.fitted_ = True
+        return self
+
+    def predict_proba(self, logits) -> np.ndarray:
+        _check_fitted(self, "fitted_")
+        p = softmax(check_logits(logits, "logits"), axis=1)
+        n, k = p.shape
+        rows, top = np.arange(n), p.argmax(axis=1)
+        conf = p[rows, top]
+        new = np.clip(self._top(conf), 1.0 / k, 1.0)[:, None]
+        others = np.where(np.arange(k) == top[:, None], 0.0, p)
+        rest = others.sum(axis=1, keepdims=True)
+        share = np.divide(others, rest, out=np.full_like(p, 1.0 / (k - 1)), where=rest > 0)
+        # Mix the other classes' shares with uniform just enough that none exceeds the top.
+        biggest = share.max(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limit = new / (1.0 - new) * (1.0 - 1e-9) if k > 2 else np.inf
+            alpha = np.clip((biggest - limit) / (biggest - 1.0 / (k - 1)), 0.0, 1.0)
+        alpha = np.nan_to_num(alpha)
+        out = (1.0 - new) * ((1.0 - alpha) * share + alpha / (k - 1))
+        out[rows, top] = new[:, 0]
+        return out
+
+
+class SplineCalibration(_TopLabelCalibrator):
+    """Spline recalibration of the top-label confidence (Gupta et al. 2021).
+
+    Sort the validation confidences; at the fractile ``x_i = i / N`` the cumulative accuracy is
+    ``A(x_i) = (1/N) Σ_{j<=i} correct_j``. A least-squares cubic spline with ``n_knots`` equally
+    spaced knots is fitted to ``A``; ``A'(x)`` is the accuracy at fractile ``x``, and a test
+    confidence is calibrated to ``A'`` at its validation fractile (6 knots as in the paper).
+    Attributes: ``spline_`` (the fitted ``A``), ``sorted_conf_``.
+    """
+
+    def __init__(self, n_knots: int = 6):
+        self.n_knots = n_knots
+
+    def _fit_top(self, conf: np.ndarray, correct: np.ndarray) -> None:
+        n_knots = check_int(self.n_knots, "n_knots", minimum=2)
+        order = np.argsort(conf, kind="stable")
+        n = conf.size
+        x = np.arange(1, n + 1) / n
+        cumulative = np.cumsum(correct[order]) / n
+        inner = np.linspace(0.0, 1.0, n_knots)[1:-1]
+        knots = np.concatenate([[0.0] * 4, inner, [1.0] * 4])
+        self.spline_ = make_lsq_spline(np.concatenate([[0.0], x]),
+                                       np.concatenate([[0.0], cumulative]), knots, k=3)
+        self.sorted_conf_ = conf[order]
+
+    def _top(self, conf: np.ndarray) -> np.ndarray:
+        n = self.sorted_conf_.size
+        fractile = np.interp(conf, self.sorted_conf_, np.arange(1, n + 1) / n, left=0.0, right=1.0)
+        return self.spline_.derivative()(fractile)
+
+
+class HistogramBinning(_TopLabelCalibrator):
+    """Top-label histogram binning (Zadrozny & Elkan 2001): each of ``n_bins`` equal-mass bins of
+    the validation confidence predicts its validation accuracy. Attributes: ``edges_``,
+    ``bin_accuracy_``."""
+
+    def __init__(self, n_bins: int = 15):
+        self.n_bins = n_bins
+
+    def _fit_top(self, conf: np.ndarray, correct: np.ndarray) -> None:
+        n_bins = check_int(self.n_bins, "n_bins", minimum=1)
+        self.edges_ = mass_edges_sorted(np.sort(conf), n_bins)
+        bins = assign_bins(conf, self.edges_)
+        count = np.bincount(bins, minlength=n_bins)
+        hits = np.bincount(bins, weights=correct, minlength=n_bins)
+        centre = (self.edges_[:-1] + self.edges_[1:]) / 2  # an empty bin keeps its midpoint
+        self.bin_accuracy_ = np.where(count > 0, hits / np.maximum(count, 1), centre)
+
+    def _top(self, conf: np.ndarray) -> np.ndarray:
+        return self.bin_accuracy_[assign_bins(conf, self.edges_)]
+
+
+class IsotonicCalibration(_TopLabelCalibrator):
+    """Top-label isotonic regression (Zadrozny & Elkan 2002) with scikit-learn's
+    ``IsotonicRegression`` (clipped outside the validation range). Attribute: ``isotonic_``."""
+
+    def _fit_top(self, conf: np.ndarray, correct: np.ndarray) -> None:
+        self.isotonic_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+        self.isotonic_.fit(conf, correct)
+
+    def _top(self, conf: np.ndarray) -> np.ndarray:
+        return self.isotonic_.predict(conf)

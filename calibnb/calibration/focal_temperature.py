@@ -1,0 +1,136 @@
+"""Focal temperature scaling (Komisarenko & Kull 2024, Section 4.2).
+
+``p = focal_calibration_map(softmax(z / T), γ)``: temperature first, then the focal calibration
+map of Eq. (1). The pair (γ, T) is chosen on a validation set. The paper's protocol (Section 5.1):
+γ ∈ {−0.5, −0.25, 0.05, 0.25, 0.37, 0.5, 0.75, 1, 5}, T = 0.01, 0.02, …, 5.00, criterion the
+15-bin equal-mass ECE (or the NLL when log-loss is reported). Section 5.2 proposes a cheaper
+search along the near-linear relation between the optimal T and γ: fit T for two fixed γ (2m
+evaluations), draw the line through the two optima, and search m points along it (3m in all).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_choice, check_int, check_labels, check_logits
+from ..metrics.scores import NLL_EPS
+from ._grid import FocalGrid, batched_ece, check_grid
+from .focal_map import focal_softmax
+
+#: γ_ev of the paper's experiments (Section 5.1).
+PAPER_GAMMAS = np.array([-0.5, -0.25, 0.05, 0.25, 0.37, 0.5, 0.75, 1.0, 5.0])
+#: T of the paper's experiments: 0.01 to 5.00 in steps of 0.01 (Section 5.1).
+PAPER_FTS_TEMPERATURES = np.round(np.arange(1, 501) * 0.01, 10)
+
+
+class FocalTemperatureScaling:
+    """Focal temperature scaling, scikit-learn style.
+
+    Parameters
+    ----------
+    gammas : 1-D array-like of floats >= -1, optional
+        Candidate γ_ev; defaults to :data:`PAPER_GAMMAS`. Include 0 to contain plain temperature
+        scaling.
+    temperatures : 1-D array-like of positive floats, optional
+        Candidate T; defaults to :data:`PAPER_FTS_TEMPERATURES`.
+    criterion : {"ece", "nll"}
+        Validation criterion: the ECE with ``n_bins`` bins of kind ``binning``, or the mean NLL
+        (label probabilities clipped below at float64's epsilon, as :func:`calibnb.metrics.nll`).
+    search : {"grid", "line"}
+        ``"grid"`` scores every (γ, T); ``"line"`` is the paper's 3m search: the best T for the
+        smallest and the largest γ, then m = len(temperatures) points on the line through them,
+        with γ evenly spaced over [min γ, max γ] (points with T <= 0 are skipped).
+    n_bins, binning : int, {"width", "mass"}
+        The ECE of the criterion; the paper uses 15 equal-mass bins.
+
+    Attributes
+    ----------
+    gamma_, temperature_ : float
+        The selected parameters (the first minimum in the order γ-major, T-minor).
+    best_score_ : float
+        The validation criterion at the selected parameters.
+    scores_ : ndarray of shape (n_gammas, n_temperatures)
+        The criterion surface: every candidate for ``search="grid"``; for ``"line"`` the two rows
+        of the fixed γ (``gammas_`` holds which).
+    gammas_, temperatures_ : ndarray
+        The γ and T axes of ``scores_``.
+    line_ : tuple (intercept, slope), ``line_gammas_``, ``line_temperatures_``, ``line_scores_``
+        ``search="line"`` only: T = intercept + slope·γ and the scored points on it.
+    """
+
+    def __init__(self, gammas=None, temperatures=None, criterion: str = "ece",
+                 search: str = "grid", n_bins: int = 15, binning: str = "mass"):
+        self.gammas = gammas
+        self.temperatures = temperatures
+        self.criterion = criterion
+        self.search = search
+        self.n_bins = n_bins
+        self.binning = binning
+
+    def fit(self, logits, labels) -> "FocalTemperatureScaling":
+        """Choose (γ, T) on validation ``logits`` (N, K) and integer ``labels`` (N,)."""
+        check_choice(self.criterion, "criterion", ("ece", "nll"))
+        check_choice(self.search, "search", ("grid", "line"))
+        check_choice(self.binning, "binning", ("width", "mass"))
+        check_int(self.n_bins, "n_bins", minimum=1)
+        gammas = check_grid(self.gammas, PAPER_GAMMAS, "gammas", minimum=-1.0)
+        temperatures = check_grid(self.temperatures, PAPER_FTS_TEMPERATURES, "temperatures",
+                                  positive=True)
+        z = check_logits(logits, "logits")
+        y = check_labels(labels, z.shape[0], z.shape[1], "labels")
+        per_temperature = gammas.size if self.search == "grid" else 3
+        grid = FocalGrid(z, y, per_temperature * temperatures.size)
+        if self.search == "grid":
+            self.gammas_, self.temperatures_ = gammas, temperatures
+            self.scores_ = self._surface(grid, gammas, temperatures)
+            best_g, best_t = np.unravel_index(np.argmin(self.scores_), self.scores_.shape)
+            self._select(gammas[best_g], temperatures[best_t], self.scores_[best_g, best_t])
+            return self
+        return self._fit_line(grid, gammas, temperatures)
+
+    def predict_proba(self, logits) -> np.ndarray:
+        """``focal_calibration_map(softmax(logits / temperature_), gamma_)`` in float64."""
+        if not hasattr(self, "gamma_"):
+            raise ValueError(
+                "FocalTemperatureScaling is not fitted yet: call fit(logits, labels) first"
+            )
+        return focal_softmax(logits, self.gamma_, self.temperature_)
+
+    def _criterion(self, grid: FocalGrid, gammas: np.ndarray, temperature: float) -> np.ndarray:
+        """The validation criterion of (γ, temperature) for every γ in ``gammas``."""
+        conf, log_p_label = grid.evaluate(temperature, gammas)
+        if self.criterion == "nll":
+            return -np.maximum(log_p_label, np.log(NLL_EPS)).mean(axis=1)
+        return batched_ece(conf, grid.correct, self.n_bins, self.binning)
+
+    def _surface(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
+        return np.stack([self._criterion(grid, gammas, t) for t in temperatures], axis=1)
+
+    def _fit_line(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
+        ends = np.array([gammas.min(), gammas.max()])
+        self.gammas_, self.temperatures_ = ends, temperatures
+        self.scores_ = self._surface(grid, ends, temperatures)
+        t_ends = temperatures[np.argmin(self.scores_, axis=1)]
+        slope = 0.0 if ends[1] == ends[0] else (t_ends[1] - t_ends[0]) / (ends[1] - ends[0])
+        intercept = t_ends[0] - slope * ends[0]
+        line_g = np.linspace(ends[0], ends[1], temperatures.size)
+        line_t = intercept + slope * line_g
+        keep = line_t > 0
+        self.line_ = (float(intercept), float(slope))
+        self.line_gammas_, self.line_temperatures_ = line_g[keep], line_t[keep]
+        self.line_scores_ = np.array([self._criterion(grid, np.array([g]), t)[0]
+                                      for g, t in zip(self.line_gammas_, self.line_temperatures_)])
+        # The two searched rows are candidates too, so the line search never loses to them.
+        candidates = [(self.scores_[i, j], ends[i], temperatures[j])
+                      for i, j in enumerate(np.argmin(self.scores_, axis=1))]
+        if self.line_scores_.size:
+            k = int(np.argmin(self.line_scores_))
+            candidates.append((self.line_scores_[k], self.line_gammas_[k],
+                               self.line_temperatures_[k]))
+        score, gamma, temperature = min(candidates, key=lambda c: c[0])
+        self._select(gamma, temperature, score)
+        return self
+
+    def _select(self, gamma, temperature, score) -> None:
+        self.gamma_, self.temperature_ = float(gamma), float(temperature)
+        self.best_score_ = float(score)

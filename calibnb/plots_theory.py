@@ -1,0 +1,210 @@
+"""Figures for the theory chapters: each function draws one of the papers' analytic figures from
+:mod:`calibnb.theory` and returns the matplotlib ``Figure``.
+
+Komisarenko & Kull (2024): :func:`plot_focal_map_and_proper_loss` (Fig. 1),
+:func:`plot_focal_minimizer` (§3.1), :func:`plot_temperature_bounds` (Fig. 3),
+:func:`plot_closest_temperature` (Fig. 2 left / Fig. 6), :func:`plot_risk_isolines` (Fig. 4).
+Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_dfl_phi` (Fig. 1)
+and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.tri import Triangulation
+
+from . import theory
+
+__all__ = [
+    "simplex_grid",
+    "plot_mukhoti_gap",
+    "plot_focal_minimizer",
+    "plot_focal_map_and_proper_loss",
+    "plot_temperature_bounds",
+    "plot_closest_temperature",
+    "plot_risk_isolines",
+    "plot_dfl_phi",
+    "plot_dual_focal_risk_slice",
+]
+
+
+def simplex_grid(n: int = 60, margin: float = 1e-3) -> np.ndarray:
+    """Points of the 3-class simplex on a triangular grid with ``n`` steps, kept ``margin`` inside."""
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    keep = i + j <= n
+    a, b = i[keep] / n, j[keep] / n
+    q = np.stack([a, b, 1 - a - b], axis=1)
+    q = margin + (1 - 3 * margin) * q
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def _to_plane(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Barycentric (q0, q1, q2) to the plane: class 0 bottom-left, 1 bottom-right, 2 top."""
+    return q[:, 1] + q[:, 2] / 2, q[:, 2] * np.sqrt(3) / 2
+
+
+def _simplex_axes(ax, title: str) -> None:
+    ax.plot([0, 1, 0.5, 0], [0, 0, np.sqrt(3) / 2, 0], color="black", lw=0.8)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    ax.set_title(title, fontsize=9)
+
+
+def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
+    """The gap ``L_FL - (KL(q||p) - gamma H(p))``: binary curves and a 3-class map (target class 0)."""
+    fig, axes = plt.subplots(1, 1 + len(gammas), figsize=(3.6 * (1 + len(gammas)), 3.2))
+    p = np.linspace(1e-4, 1 - 1e-4, 500)
+    two = np.c_[p, 1 - p]
+    for g in (0.5, *gammas):
+        axes[0].plot(p, theory.mukhoti_gap(two, np.c_[np.ones_like(p), np.zeros_like(p)], g), label=f"γ = {g:g}")
+    axes[0].set(xlabel="p̂ of the true class (K = 2)", ylabel="gap", title="binary: gap ≥ 0")
+    axes[0].legend(fontsize=8)
+    q = simplex_grid(n)
+    target = np.tile([1.0, 0.0, 0.0], (q.shape[0], 1))
+    tri = Triangulation(*_to_plane(q))
+    for ax, g in zip(axes[1:], gammas):
+        gap = theory.mukhoti_gap(q, target, g)
+        cs = ax.tricontourf(tri, gap, levels=20, cmap="viridis")
+        fig.colorbar(cs, ax=ax, shrink=0.8)
+        _simplex_axes(ax, f"K = 3, true class at bottom-left, γ = {g:g}")
+    fig.tight_layout()
+    return fig
+
+
+def plot_focal_minimizer(eta: float = 0.8, gamma_max: float = 20.0):
+    """The focal-loss minimiser for true probability ``eta`` against gamma (Komisarenko & Kull §3.1)."""
+    gammas = np.linspace(0, gamma_max, 201)
+    values = [float(theory.binary_focal_minimizer(eta, g)) for g in gammas]
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.plot(gammas, values)
+    ax.axhline(eta, ls="--", color="gray", lw=0.8)
+    ax.axhline(0.5, ls=":", color="gray", lw=0.8)
+    ax.scatter([2.0], [float(theory.binary_focal_minimizer(eta, 2.0))], color="C3", zorder=3, label="γ = 2")
+    ax.set(xlabel="γ", ylabel="focal-loss minimiser", title=f"true probability {eta:g}")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_focal_map_and_proper_loss(gammas=(0.5, 3.0), map_gammas=(-0.5, 0.5, 1.0, 2.0, 3.0, 5.0)):
+    """Komisarenko & Kull Fig. 1: left, ``L*(q, 1)``, ``FL(q, 1)`` and CE; right, the focal map."""
+    q = np.linspace(1e-3, 1 - 1e-3, 400)
+    s = np.log(q) - np.log1p(-q)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    left.plot(q, -np.log(q), color="black", label="cross-entropy")
+    for k, g in enumerate(gammas):
+        left.plot(q, theory.binary_focal_loss(s, 1, g), ls="--", color=f"C{k}", label=f"focal γ = {g:g}")
+        left.plot(q, theory.proper_focal_loss(q, 1, g), color=f"C{k}", label=f"proper part γ = {g:g}")
+    left.set(xlabel="predicted probability q (true class 1)", ylabel="loss", ylim=(0, 4))
+    left.legend(fontsize=8)
+    for g in map_gammas:
+        right.plot(q, theory.binary_focal_calibration(q, g), label=f"γ = {g:g}")
+    right.plot(q, q, color="gray", lw=0.8, ls=":")
+    right.set(xlabel="q", ylabel="p̂(q)", title="binary focal calibration map")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_temperature_bounds(gamma: float = 4.0, gammas=None, s_max: float = 20.0):
+    """Komisarenko & Kull Fig. 3: the focal map between temperature maps; bound widths vs gamma."""
+    gammas = np.linspace(0.25, 10, 40) if gammas is None else np.asarray(gammas)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.5))
+    s = np.linspace(0, 6, 400)
+    r = theory.inverse_temperature_profile(s, gamma)
+    low, high = theory.temperature_bounds(gamma)
+    tlow, thigh = theory.tight_temperature_bounds(gamma, s_max=s_max)
+    left.plot(s, r, color="black", label="focal map: F(s)/s")
+    for t, style, name in ((low, "--", "Prop. 3"), (high, "--", None), (tlow, ":", "tight"), (thigh, ":", None)):
+        left.axhline(1 / t, ls=style, color="C0" if style == "--" else "C3", label=name)
+    left.set(xlabel="logit s", ylabel="local inverse temperature 1/T", title=f"γ = {gamma:g}")
+    left.legend(fontsize=8)
+    theo = np.array([theory.temperature_bounds(g) for g in gammas])
+    tight = np.array([theory.tight_temperature_bounds(g, s_max=s_max) for g in gammas])
+    right.plot(gammas, theo[:, 1] - theo[:, 0], label="Prop. 3")
+    right.plot(gammas, tight[:, 1] - tight[:, 0], label=f"tight on |s| < {s_max:g}")
+    right.set(xlabel="γ", ylabel="T_high − T_low", title="width of the bracket")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_closest_temperature(curves: dict, paper_lines: dict | None = None):
+    """1/T of the closest temperature against gamma, and the deviation it leaves.
+
+    ``curves`` maps a label (e.g. ``"K = 2"``) to ``(gammas, temperatures, deviations)``;
+    ``paper_lines`` maps the same labels to the paper's ``(slope, intercept)``.
+    """
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.5))
+    for k, (name, (g, t, dev)) in enumerate(curves.items()):
+        g, t = np.asarray(g), np.asarray(t)
+        left.plot(g, 1 / t, "o", ms=3, color=f"C{k}", label=f"{name}: ours")
+        if paper_lines and name in paper_lines:
+            a, b = paper_lines[name]
+            left.plot(g, a * g + b, "-", lw=0.8, color=f"C{k}", label=f"{name}: paper {a:g}γ + {b:g}")
+        right.semilogy(g, dev, "o-", ms=3, color=f"C{k}", label=name)
+    left.set(xlabel="γ", ylabel="1/T closest to the focal map")
+    left.legend(fontsize=7)
+    right.set(xlabel="γ", ylabel="largest |focal − TS| (probability)")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3, 12, 20), n: int = 40):
+    """Komisarenko & Kull Fig. 4: conditional-risk isolines of Brier, CE and the proper part of
+    focal loss over the 3-class simplex, at the loss percentiles ``percentiles`` of the grid."""
+    eta = np.asarray(eta, dtype=float)
+    q = simplex_grid(n, margin=2e-3)
+    tri = Triangulation(*_to_plane(q))
+    panels = [("Brier", theory.conditional_risk(q, eta, "brier")), ("cross-entropy", theory.conditional_risk(q, eta, "log"))]
+    panels += [(f"proper focal γ = {g:g}", theory.conditional_risk(q, eta, "proper_focal", g)) for g in gammas]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3))
+    x0, y0 = _to_plane(eta[None])
+    for ax, (name, risk) in zip(axes, panels):
+        ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=["C0", "C1", "C2"])
+        ax.plot(x0, y0, "k*")
+        _simplex_axes(ax, name)
+    fig.tight_layout()
+    return fig
+
+
+def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
+    """Tao et al. (2023) Fig. 1: phi of FL and DFL with the landmarks v_m, v' and v_uc."""
+    v = np.linspace(1e-4, 1, 500)
+    fl, dfl = theory.phi_landmarks(gamma, 0.0), theory.phi_landmarks(gamma, C)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.plot(v, theory.fl_phi(v, gamma), label="FL")
+    ax.plot(v, theory.dfl_phi(v, gamma, C), label=f"DFL, C = {C:g}")
+    for name, x, color in (("v_m", dfl["v_m"], "gray"), ("v′ (FL)", fl["v_uc"], "C0"), ("v_uc (DFL)", dfl["v_uc"], "C1")):
+        ax.axvline(x, ls=":", color=color)
+        ax.annotate(name, (x, 0.05), rotation=90, fontsize=8, color=color)
+    ax.axhline(1.0, lw=0.6, color="gray")
+    ax.set(xlabel="v = q*_m", ylabel="φ(v)", title=f"γ = {gamma:g}")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: float = 2.0, top: float = 0.66916508):
+    """Dual focal loss' conditional risk along ``q = (a, 1 - top - a, top)``.
+
+    With the dual defined as the largest probability *strictly* below the target's, the risk
+    drops where the two small classes tie (``a = (1 - top) / 2``): the isolated point below the
+    curve is the minimiser, so the two classes get equal probability although ``eta`` differs.
+    """
+    eta = np.asarray(eta, dtype=float)
+    rest = 1.0 - top
+    a = np.linspace(0.02 * rest, 0.98 * rest, 801)
+    a = a[np.abs(a - rest / 2) > 1e-12]
+    q = np.stack([a, rest - a, np.full_like(a, top)], axis=1)
+    tie = np.array([[rest / 2, rest / 2, top]])
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.plot(a, theory.dual_focal_risk(q, eta, gamma), label="untied q")
+    ax.plot([rest / 2], theory.dual_focal_risk(tie, eta, gamma), "o", color="C3", label="q_0 = q_1 (tie)")
+    ax.set(xlabel="q_0 (with q_1 = 1 − q_2 − q_0)", ylabel="conditional risk",
+           title=f"dual focal loss, γ = {gamma:g}, q_2 = {top:.3f}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

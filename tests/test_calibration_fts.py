@@ -1,0 +1,154 @@
+"""Focal temperature scaling: the vectorised grid equals the per-candidate computation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import softmax
+
+from calibnb.calibration import (
+    PAPER_FTS_TEMPERATURES,
+    PAPER_GAMMAS,
+    FocalTemperatureScaling,
+    TemperatureScaling,
+    focal_softmax,
+)
+from calibnb.calibration._grid import FocalGrid, batched_ece
+from calibnb.metrics import ece, nll
+
+
+def overconfident(seed: int, n: int = 1500, k: int = 10, scale: float = 2.0):
+    """Labels drawn from softmax(z / scale): a model over-confident by a factor ``scale``."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(scale=2.5, size=(n, k))
+    u = rng.random(n)[:, None]
+    y = (u > np.cumsum(softmax(z / scale, axis=1), axis=1)).sum(axis=1)
+    return z, np.minimum(y, k - 1)
+
+
+@pytest.mark.parametrize("binning", ["mass", "width"])
+@pytest.mark.parametrize("n", [7, 15, 16, 301, 1000])
+def test_batched_ece_equals_the_metric_for_every_candidate(binning, n):
+    rng = np.random.default_rng(n)
+    z = rng.normal(scale=3.0, size=(n, 4))
+    y = rng.integers(0, 4, n)
+    probs = [softmax(z / t, axis=1) for t in (0.05, 0.3, 1.0, 4.0)]
+    probs.append(np.round(probs[2], 2) / np.round(probs[2], 2).sum(axis=1, keepdims=True))  # ties
+    conf = np.stack([p.max(axis=1) for p in probs])
+    correct = np.stack([p.argmax(axis=1) == y for p in probs]).astype(float)
+    for i, p in enumerate(probs):
+        got = batched_ece(conf[i : i + 1], correct[i], 15, binning)[0]
+        assert got == ece(p, y, 15, binning)
+    same_correct = correct[:4].min(axis=0) == correct[:4].max(axis=0)
+    if same_correct.all():  # the batch shares one correctness vector
+        np.testing.assert_array_equal(batched_ece(conf[:4], correct[0], 15, binning),
+                                      [ece(p, y, 15, binning) for p in probs[:4]])
+
+
+@pytest.mark.parametrize("criterion", ["ece", "nll"])
+def test_grid_equals_the_straightforward_per_candidate_loop(criterion):
+    z, y = overconfident(0)
+    temperatures = np.array([0.01, 0.05, 0.2, 0.5, 0.9, 1.0, 1.6, 2.0, 2.7, 4.0, 5.0])
+    fts = FocalTemperatureScaling(temperatures=temperatures, criterion=criterion).fit(z, y)
+    metric = (lambda p: ece(p, y, 15, "mass")) if criterion == "ece" else (lambda p: nll(p, y))
+    exact = np.array([[metric(focal_softmax(z, g, t)) for t in temperatures]
+                      for g in PAPER_GAMMAS])
+    np.testing.assert_allclose(fts.scores_, exact, rtol=0, atol=1e-12)
+    g, t = np.unravel_index(np.argmin(exact), exact.shape)
+    assert (fts.gamma_, fts.temperature_) == (PAPER_GAMMAS[g], temperatures[t])
+    np.testing.assert_allclose(fts.predict_proba(z), focal_softmax(z, fts.gamma_, fts.temperature_))
+
+
+def test_paper_defaults():
+    assert PAPER_GAMMAS.tolist() == [-0.5, -0.25, 0.05, 0.25, 0.37, 0.5, 0.75, 1.0, 5.0]
+    assert PAPER_FTS_TEMPERATURES.size == 500
+    assert PAPER_FTS_TEMPERATURES[0] == 0.01 and PAPER_FTS_TEMPERATURES[-1] == 5.0
+    assert np.allclose(np.diff(PAPER_FTS_TEMPERATURES), 0.01)
+    fts = FocalTemperatureScaling()
+    assert (fts.criterion, fts.search, fts.n_bins, fts.binning) == ("ece", "grid", 15, "mass")
+
+
+@pytest.mark.parametrize("criterion", ["ece", "nll"])
+def test_fts_with_gamma_zero_contains_temperature_scaling(criterion):
+    z, y = overconfident(1, scale=1.7)
+    temperatures = np.round(np.arange(1, 31) * 0.15, 10)
+    fts = FocalTemperatureScaling([0.0, 0.5, 1.0, -0.5], temperatures, criterion=criterion)
+    fts.fit(z, y)
+    ts_scores = [ece(softmax(z / t, axis=1), y, 15, "mass") if criterion == "ece"
+                 else nll(softmax(z / t, axis=1), y) for t in temperatures]
+    np.testing.assert_allclose(fts.scores_[0], ts_scores, rtol=0, atol=1e-12)
+    assert fts.best_score_ <= min(ts_scores) + 1e-12
+    if criterion == "ece":
+        ts = TemperatureScaling("ece", temperatures, binning="mass").fit(z, y)
+        assert fts.best_score_ <= ts.best_score_ + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), gamma=st.floats(-1.0, 8.0), t=st.floats(0.01, 10.0))
+def test_predict_proba_never_changes_the_argmax(seed, gamma, t):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(scale=rng.uniform(0.1, 50.0), size=(40, 6))
+    fts = FocalTemperatureScaling([gamma], [t]).fit(z, rng.integers(0, 6, 40))
+    p = fts.predict_proba(z)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(p.argmax(axis=1), z.argmax(axis=1))
+
+
+def test_line_search_is_three_m_evaluations_along_the_line():
+    z, y = overconfident(2, n=600, scale=2.5)
+    temperatures = np.round(np.arange(1, 41) * 0.1, 10)
+    line = FocalTemperatureScaling(temperatures=temperatures, search="line").fit(z, y)
+    full = FocalTemperatureScaling(PAPER_GAMMAS[[0, -1]], temperatures).fit(z, y)
+    assert line.scores_.shape == (2, temperatures.size)
+    assert line.line_gammas_.size <= temperatures.size  # 2m + at most m evaluations
+    np.testing.assert_allclose(line.scores_, full.scores_, atol=1e-15)
+    intercept, slope = line.line_
+    t_ends = temperatures[np.argmin(line.scores_, axis=1)]
+    np.testing.assert_allclose(intercept + slope * line.gammas_, t_ends, atol=1e-12)
+    np.testing.assert_allclose(line.line_temperatures_, intercept + slope * line.line_gammas_)
+    assert line.best_score_ <= line.scores_.min() + 1e-15
+    assert line.best_score_ == pytest.approx(
+        ece(line.predict_proba(z), y, 15, "mass"), abs=1e-12)
+
+
+def test_saturated_validation_logits_stay_finite():
+    z, y = overconfident(3, n=300)
+    z[:100] *= 200.0  # logit gaps of hundreds: the authors' float32 map gives NaN here
+    temperatures = PAPER_FTS_TEMPERATURES[::20]
+    fts = FocalTemperatureScaling(temperatures=temperatures, criterion="nll").fit(z, y)
+    assert np.isfinite(fts.scores_).all()
+    fts = FocalTemperatureScaling(gammas=[-1.0, 0.5, 5.0], temperatures=temperatures).fit(z, y)
+    assert np.isfinite(fts.scores_).all() and np.isfinite(fts.predict_proba(z)).all()
+
+
+@pytest.mark.slow
+def test_compiled_kernel_equals_eager_kernel():
+    z, y = overconfident(4, n=400, k=20)
+    eager = FocalGrid(z, y)
+    compiled = FocalGrid(z, y, n_evaluations=FocalGrid.COMPILE_ABOVE)
+    assert compiled.kernel is not eager.kernel
+    for t in (0.01, 0.3, 1.0, 4.0):
+        for a, b in zip(eager.evaluate(t, PAPER_GAMMAS), compiled.evaluate(t, PAPER_GAMMAS)):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
+
+
+def test_bad_input():
+    z, y = overconfident(5, n=60)
+    with pytest.raises(ValueError, match="not fitted"):
+        FocalTemperatureScaling().predict_proba(z)
+    with pytest.raises(ValueError, match="logits"):
+        FocalTemperatureScaling().fit(np.full_like(z, np.nan), y)
+    with pytest.raises(ValueError, match="labels"):
+        FocalTemperatureScaling().fit(z, y[:10])
+    with pytest.raises(ValueError, match="gammas"):
+        FocalTemperatureScaling(gammas=[]).fit(z, y)
+    with pytest.raises(ValueError, match="gammas"):
+        FocalTemperatureScaling(gammas=[0.5, -1.5]).fit(z, y)
+    with pytest.raises(ValueError, match="temperatures"):
+        FocalTemperatureScaling(temperatures=[]).fit(z, y)
+    with pytest.raises(ValueError, match="temperatures"):
+        FocalTemperatureScaling(temperatures=[0.0, 1.0]).fit(z, y)
+    with pytest.raises(ValueError, match="search"):
+        FocalTemperatureScaling(search="random").fit(z, y)
+    with pytest.raises(ValueError, match="criterion"):
+        FocalTemperatureScaling(criterion="brier").fit(z, y)

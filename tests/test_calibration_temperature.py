@@ -1,0 +1,118 @@
+"""Temperature scaling: the papers' ECE grid protocol and the exact NLL minimiser."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.frozen import FrozenEstimator
+
+from calibnb.calibration import PAPER_TEMPERATURES, TemperatureScaling
+from calibnb.metrics import ece
+
+
+def overconfident(seed: int, n: int = 3000, k: int = 10, scale: float = 3.0):
+    """Logits of a softmax model whose labels are drawn at temperature ``scale``: the true
+    calibration is T = scale, so TS should land near it."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(scale=2.0, size=(n, k))
+    y = np.array([rng.choice(k, p=p) for p in softmax(z / scale, axis=1)])
+    return z, y
+
+
+def papers_grid_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+    """Independent re-implementation of ``ModelWithTemperature.set_temperature(cross_validate=
+    'ece')`` in ``torrvision/focal_calibration``, ``temperature_scaling.py``: T starts at 0.1 and
+    grows by ``T += 0.1`` a hundred times (so it drifts: 0.30000000000000004), keeping T when the
+    ECE is strictly below the best so far; ``ECELoss`` in ``Metrics/metrics.py``: 15 bins
+    ``gt(lo) & le(hi)`` on ``linspace(0, 1, 16)``. Theirs runs in float32 on the GPU; this copy
+    uses float64. calibnb uses the rounded grid 0.1, 0.2, ..., 10.0 instead of the drifting sum."""
+    z, y = torch.from_numpy(logits), torch.from_numpy(labels)
+    edges = torch.linspace(0, 1, 16, dtype=torch.float64)
+    best, t_best, t = 10**7, 1.0, 0.1
+    for _ in range(100):
+        conf, pred = torch.softmax(z / t, dim=1).max(dim=1)
+        acc = pred.eq(y)
+        err = 0.0
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            inside = conf.gt(lo.item()) * conf.le(hi.item())
+            if inside.float().mean().item() > 0:
+                gap = conf[inside].mean() - acc[inside].double().mean()
+                err += abs(gap.item()) * inside.double().mean().item()
+        if best > err:
+            t_best, best = t, err
+        t += 0.1
+    return t_best
+
+
+@pytest.mark.parametrize("seed,scale", [(0, 3.0), (1, 1.5), (2, 0.5), (3, 6.0)])
+def test_ece_criterion_selects_the_papers_grid_temperature(seed, scale):
+    z, y = overconfident(seed, scale=scale)
+    ts = TemperatureScaling("ece").fit(z, y)
+    assert ts.temperature_ == pytest.approx(papers_grid_temperature(z, y), abs=1e-9)
+    assert ts.scores_.shape == PAPER_TEMPERATURES.shape
+    assert ts.best_score_ == ece(ts.predict_proba(z), y)
+
+
+def test_ece_criterion_takes_the_first_minimum():
+    # Separable data: every T at or below the point where all confidences round to 1 has ECE 0.
+    z = np.array([[40.0, 0.0], [0.0, 40.0], [40.0, 0.0]])
+    y = np.array([0, 1, 0])
+    ts = TemperatureScaling("ece", temperatures=[0.5, 0.1, 0.2, 3.0]).fit(z, y)
+    assert ts.scores_[0] == ts.scores_[1] == 0.0
+    assert ts.temperature_ == 0.5
+
+
+@pytest.mark.parametrize("seed,scale", [(4, 2.5), (5, 0.7)])
+def test_nll_criterion_matches_scikit_learn_temperature_scaling(seed, scale):
+    z, y = overconfident(seed, scale=scale)
+    ts = TemperatureScaling("nll").fit(z, y)
+
+    class Logits(ClassifierMixin, BaseEstimator):  # a "classifier" whose decision function is X
+        def fit(self, x, t):
+            self.classes_ = np.unique(t)
+            return self
+
+        def decision_function(self, x):
+            return x
+
+        def predict(self, x):
+            return x.argmax(axis=1)
+
+    frozen = FrozenEstimator(Logits().fit(z, y))
+    sk = CalibratedClassifierCV(frozen, method="temperature").fit(z, y)
+    beta = sk.calibrated_classifiers_[0].calibrators[0].beta_
+    assert ts.temperature_ == pytest.approx(1.0 / beta, abs=1e-3)
+    assert ts.temperature_ == pytest.approx(scale, rel=0.15)  # the generating temperature
+    # and it is the minimum of a dense grid
+    grid = np.linspace(ts.temperature_ - 0.05, ts.temperature_ + 0.05, 2001)
+    nlls = [-log_softmax(z / t, axis=1)[np.arange(len(y)), y].mean() for t in grid]
+    assert abs(grid[int(np.argmin(nlls))] - ts.temperature_) < 1e-3
+    assert ts.best_score_ == pytest.approx(min(nlls), abs=1e-12)
+
+
+def test_predict_proba_is_the_scaled_softmax_and_accepts_tensors():
+    z, y = overconfident(6)
+    ts = TemperatureScaling().fit(torch.from_numpy(z).float(), torch.from_numpy(y))
+    p = ts.predict_proba(torch.from_numpy(z))
+    np.testing.assert_allclose(p, softmax(z / ts.temperature_, axis=1), atol=1e-15)
+    assert p.dtype == np.float64
+
+
+def test_bad_input():
+    z, y = overconfident(7, n=50)
+    with pytest.raises(ValueError, match="not fitted"):
+        TemperatureScaling().predict_proba(z)
+    with pytest.raises(ValueError, match="logits"):
+        TemperatureScaling().fit(np.where(np.eye(50, 10) > 0, np.nan, z), y)
+    with pytest.raises(ValueError, match="labels"):
+        TemperatureScaling().fit(z, y[:-1])
+    with pytest.raises(ValueError, match="temperatures"):
+        TemperatureScaling(temperatures=[]).fit(z, y)
+    with pytest.raises(ValueError, match="temperatures"):
+        TemperatureScaling(temperatures=[1.0, -2.0]).fit(z, y)
+    with pytest.raises(ValueError, match="criterion"):
+        TemperatureScaling("brier").fit(z, y)
+    with pytest.raises(ValueError, match="binning"):
+        TemperatureScaling(binning="quantile").fit(z, y)
