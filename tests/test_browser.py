@@ -98,7 +98,7 @@ def test_page_renders_offline_with_typeset_math(browser, server, page_name):
     page.goto(f"{server}/{page_name}.html", wait_until="networkidle")
     doc = "book/intro" if page_name == "index" else page_name
     if has_math(doc):
-        page.wait_for_selector("mjx-container", timeout=30_000)
+        page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
         assert page.locator("mjx-container").count() > 0
         assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
