@@ -10,7 +10,7 @@
 
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
-from .loop import predict_logits, train
+from .loop import predict_logits, train, train_step
 from .recipes import RECIPES, Recipe
 
-__all__ = ["RECIPES", "Recipe", "TrainConfig", "evaluate_logits", "fit_calibrators", "predict_logits", "train"]
+__all__ = ["RECIPES", "Recipe", "TrainConfig", "evaluate_logits", "fit_calibrators", "predict_logits", "train", "train_step"]

@@ -77,6 +77,27 @@ def predict_logits(model: nn.Module, x: torch.Tensor, data: _Data, autocast, bat
     return torch.cat(out).cpu().numpy()
 
 
+def train_step(model, loss_fn, optimizer, x, y, autocast=nullcontext, channels_last=False, grad_clip=None):
+    """One optimisation step on a prepared batch; returns the detached loss and logits.
+
+    The forward pass runs under ``autocast`` (bf16 on GPUs), the loss in float32; gradients are
+    clipped to norm ``grad_clip`` (the papers use 2) before the step. Nothing is read back to
+    the host, so steps queue up on a GPU without synchronising.
+    """
+    if channels_last and x.ndim == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    with autocast():
+        logits = model(x)
+    loss = loss_fn(logits.float(), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip is not None:
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        nn.utils.clip_grad_norm_(params, grad_clip)
+    optimizer.step()
+    return loss.detach(), logits.detach()
+
+
 def train(config: TrainConfig | dict) -> dict:
     """Train one run and write its artifacts into ``config.out_dir`` (if set).
 
@@ -138,20 +159,14 @@ def train(config: TrainConfig | dict) -> dict:
         correct = torch.zeros((), device=device, dtype=torch.long)
         order = torch.randperm(n_train, generator=generator, device=device)
         for step, idx in enumerate(order.split(recipe.batch_size)):
-            x, y = data.batch(idx, generator), data.y_train[idx]
-            if channels_last and x.ndim == 4:
-                x = x.contiguous(memory_format=torch.channels_last)
-            with autocast():
-                logits = step_model(x)
-            loss = loss_fn(logits.float(), y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if recipe.grad_clip is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip)
-            optimizer.step()
-            batch_loss = loss.detach() * (len(idx) if recipe.reduction == "mean" else 1)
+            y = data.y_train[idx]
+            loss, logits = train_step(
+                step_model, loss_fn, optimizer, data.batch(idx, generator), y,
+                autocast, channels_last, recipe.grad_clip,
+            )
+            batch_loss = loss * (len(idx) if recipe.reduction == "mean" else 1)
             loss_sum += batch_loss
-            correct += (logits.detach().argmax(1) == y).sum()
+            correct += (logits.argmax(1) == y).sum()
             if step % _SYNC_EVERY == 0 and not torch.isfinite(batch_loss).item():
                 raise FloatingPointError(
                     f"the training loss became {batch_loss.item()} at epoch {epoch + 1}, step {step + 1} "
