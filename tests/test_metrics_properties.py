@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from calibnb import metrics
+from calibnb.synthetic import linear_overconfidence, linear_overconfidence_errors
 
 BOUNDED = [
     lambda p, y: metrics.ece(p, y),
@@ -150,11 +151,10 @@ def test_estimators_on_the_chapter_overconfident_model():
     # nbs/measuring_calibration.md: conf ~ U(0.5, 1), P(right | c) = 0.5 + 0.8 (c - 0.5), so
     # CE_1 = 0.2 E[c - 0.5] = 0.05 and CE_2 = 0.2 sqrt(E[(c - 0.5)^2]) = 0.2 / sqrt(12).
     rng = np.random.default_rng(5)
+    assert linear_overconfidence_errors(0.8) == pytest.approx((0.05, 0.2 / np.sqrt(12)), abs=1e-15)
 
     def draw(n):
-        conf = rng.uniform(0.5, 1.0, n)
-        right = rng.random(n) < 0.5 + 0.8 * (conf - 0.5)
-        return np.stack([conf, 1 - conf], axis=1), np.where(right, 0, 1)
+        return linear_overconfidence(n, 0.8, rng)
 
     big = [draw(30_000) for _ in range(5)]
     for metric in (metrics.ece, metrics.adaptive_ece, metrics.ece_sweep):

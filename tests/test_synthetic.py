@@ -1,0 +1,28 @@
+"""calibnb.synthetic: the known-calibration model behind the measuring-calibration chapter."""
+
+import numpy as np
+import pytest
+
+from calibnb.synthetic import linear_overconfidence, linear_overconfidence_errors
+
+
+def test_linear_overconfidence_has_the_stated_accuracy_curve():
+    probs, labels = linear_overconfidence(200_000, slope=0.6, seed=1)
+    conf = probs[:, 0]
+    assert probs.shape == (200_000, 2) and np.allclose(probs.sum(1), 1.0)
+    assert conf.min() >= 0.5 and conf.max() <= 1.0
+    high = conf > 0.9  # accuracy there is 0.5 + 0.6 * (E[c | c > 0.9] - 0.5) = 0.5 + 0.6 * 0.45
+    assert (labels[high] == 0).mean() == pytest.approx(0.77, abs=0.01)
+    gap = conf - (labels == 0)
+    assert gap.mean() == pytest.approx(linear_overconfidence_errors(0.6)[0], abs=0.005)
+
+
+def test_perfect_slope_is_calibrated_and_bad_arguments_are_named():
+    assert linear_overconfidence_errors(1.0) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="slope must be <= 1"):
+        linear_overconfidence(10, slope=1.5)
+    with pytest.raises(ValueError, match="n_samples must be >= 1"):
+        linear_overconfidence(0)
+    a, _ = linear_overconfidence(5, seed=3)
+    b, _ = linear_overconfidence(5, seed=np.random.default_rng(3))
+    np.testing.assert_array_equal(a, b)
