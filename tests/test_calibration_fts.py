@@ -11,9 +11,11 @@ from calibnb.calibration import (
     PAPER_GAMMAS,
     FocalTemperatureScaling,
     TemperatureScaling,
+    focal_calibration_map,
     focal_softmax,
 )
 from calibnb.calibration._grid import FocalGrid, batched_ece
+from calibnb.calibration.focal_map import log_focal_softmax
 from calibnb.metrics import ece, nll
 
 
@@ -152,3 +154,54 @@ def test_bad_input():
         FocalTemperatureScaling(search="random").fit(z, y)
     with pytest.raises(ValueError, match="criterion"):
         FocalTemperatureScaling(criterion="brier").fit(z, y)
+
+
+def test_mapped_top_confidence_is_not_a_function_of_the_top_probability():
+    """Why the grid sorts every candidate: equal q_top, different mapped confidences."""
+    q = np.array([[0.6, 0.4, 0.0], [0.6, 0.2, 0.2]])
+    np.testing.assert_allclose(focal_calibration_map(q, 1.0).max(axis=1), [0.672, 0.704],
+                               atol=5e-4)
+
+
+@pytest.mark.parametrize("temperature", [0.01, 0.37, 1.0, 5.0])
+def test_grid_kernel_equals_focal_softmax_on_adversarial_logits(temperature):
+    rng = np.random.default_rng(6)
+    z = rng.normal(scale=3.0, size=(12, 5))
+    z[0] = [2.0, 2.0, 2.0, 2.0, 2.0]       # every class tied
+    z[1] = [5.0, 5.0, -1.0, 0.0, 1.0]      # tied top pair: the second argmax is a non-top class
+    z[2] = [900.0, 0.0, -5.0, 1.0, 2.0]    # gap of ~900: the softmax saturates, m underflows
+    z[3] = [0.0, 1e-13, 0.0, -1e-13, 0.0]  # gaps below float64's resolution of z / T
+    z[4] = [-300.0, -300.5, 400.0, -300.0, 399.0]
+    y = np.arange(12) % 5
+    gammas = np.array([-1.0, -0.5, 0.0, 0.05, 1.0, 5.0, 20.0])
+    conf, log_p_label = FocalGrid(z, y).evaluate(temperature, gammas)
+    log_p = log_focal_softmax(z, gammas, temperature)  # (n_gammas, N, K)
+    np.testing.assert_allclose(conf, np.exp(log_p).max(axis=2), rtol=0, atol=1e-14)
+    exact_label = np.take_along_axis(log_p, np.broadcast_to(y[None, :, None], (7, 12, 1)), 2)
+    np.testing.assert_allclose(log_p_label, exact_label[..., 0], rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(3, 40), criterion=st.sampled_from(["ece", "nll"]))
+def test_selection_equals_the_exact_argmin_on_near_ties(seed, n, criterion):
+    """Few samples, few bins and a fine T grid: many candidates tie exactly or nearly.
+
+    The logits are continuous, so no two confidences tie (a tie that rounding breaks differently
+    in the two computations can move a sample across an equal-mass split; see ``FocalGrid``).
+    """
+    rng = np.random.default_rng(seed)
+    z = rng.normal(scale=2.0, size=(n, 3))
+    y = rng.integers(0, 3, n)
+    gammas = [-0.5, 0.0, 0.0, 0.5, 1.0]                   # a duplicated γ: exact ties
+    temperatures = np.round(np.arange(1, 41) * 0.05, 10)
+    fts = FocalTemperatureScaling(gammas, temperatures, criterion=criterion, n_bins=4).fit(z, y)
+    metric = (lambda p: ece(p, y, 4, "mass")) if criterion == "ece" else (lambda p: nll(p, y))
+    exact = np.array([[metric(focal_softmax(z, g, t)) for t in temperatures] for g in gammas])
+    np.testing.assert_allclose(fts.scores_, exact, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(fts.scores_[1], fts.scores_[2])
+    assert fts.best_score_ == pytest.approx(exact.min(), abs=1e-12)
+    near = exact <= exact.min() + 1e-12  # the exact minimum up to float64 rounding
+    selected = [(g, t) for g, t in zip(*np.nonzero(near))
+                if (gammas[g], temperatures[t]) == (fts.gamma_, fts.temperature_)]
+    assert selected, "the selected candidate is not an exact minimiser"
+    assert fts.gamma_ != 0.0 or np.argmin(fts.scores_) // temperatures.size != 2  # first of a tie

@@ -7,8 +7,8 @@ sort of the confidences. The grid reuses work instead:
   ``d``) for every class;
 * the binned ECE and the NLL need only the top-class probability and the label's probability, so
   for each γ only the normaliser ``Σ_k w_k`` is summed over the classes, all γ at once;
-* the equal-mass ECE of a batch of candidates needs only the order statistics at the bin splits
-  (``np.partition``), not a full sort, and one ``bincount`` for all candidates.
+* the equal-mass ECE of a batch of candidates needs the order statistics at the bin splits (one
+  sort per candidate) and one ``bincount`` for all candidates.
 
 The equal-mass binning is :func:`calibnb.metrics.binning.mass_edges_sorted` (array-split groups,
 midpoint edges, ``(lo, hi]`` bins), and the per-bin sums accumulate in sample order exactly as
@@ -59,7 +59,7 @@ def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str
 
 
 def _mass_interior_edges(conf: np.ndarray, n_bins: int) -> np.ndarray:
-    """The interior equal-mass edges of each row (``mass_edges_sorted`` without a full sort)."""
+    """The interior equal-mass edges of each row (``mass_edges_sorted`` row by row)."""
     m, n = conf.shape
     q, r = divmod(n, n_bins)
     j = np.arange(1, n_bins)
@@ -67,9 +67,9 @@ def _mass_interior_edges(conf: np.ndarray, n_bins: int) -> np.ndarray:
     inside = starts < n
     s = starts[inside]
     interior = np.ones((m, n_bins - 1))
-    if s.size:
-        part = np.partition(conf, np.unique(np.concatenate((s - 1, s))), axis=1)
-        interior[:, inside] = (part[:, s - 1] + part[:, s]) / 2.0
+    if s.size:  # a full sort: faster than np.partition at the ~2 (n_bins - 1) split points
+        ordered = np.sort(conf, axis=1)
+        interior[:, inside] = (ordered[:, s - 1] + ordered[:, s]) / 2.0
     return interior
 
 
@@ -79,82 +79,100 @@ class FocalGrid:
     Built once from validation logits and labels; :meth:`evaluate` takes one temperature and a
     vector of γ and returns ``(conf, log_p_label)``, each of shape (n_gammas, N). Computed in
     float64 with the same log-space formulas as :mod:`calibnb.calibration.focal_map` (the top
-    class through the outside mass ``m``), so it is finite for any finite logits.
+    class through the outside mass ``m``), so it is finite for any finite logits. The
+    temperature-free part of the softmax is done once here: each row's logits relative to its
+    largest non-top logit, ``h = z − z_(2)`` (``-inf`` at the top class), and the gap
+    ``z_(2) − z_top``; a temperature then costs one ``exp`` per logit and no running maximum.
+    Results agree with the per-candidate ``focal_softmax`` to about 1e-15 in the confidence; like
+    any two float64 evaluations, they may round a mathematical tie between two samples (say, two
+    logit rows that are translates of each other) apart by an ulp in different directions, and
+    where such a tie straddles an equal-mass split the two binnings, and ECEs, then differ.
 
     Grids with more than ``COMPILE_ABOVE`` (sample, class, γ, T) evaluations run the kernel through
-    ``torch.compile``, which fuses it into one vectorised loop (about 15× faster on the CPU than
-    eager PyTorch, whose float64 ``exp`` is not vectorised); smaller ones run it eagerly, which
-    skips the one-off compilation, on one thread: its many small element-wise operations ran
-    up to 6× slower with two threads on the shared 2-core machine. The fused compiled kernel
-    uses PyTorch's thread setting (``torch.set_num_threads``); on an idle 2-core machine two
-    threads halve its time, on an oversubscribed one a single thread is faster.
+    ``torch.compile``, which fuses it into one vectorised loop per stage (several times faster on
+    the CPU than eager PyTorch, which makes a pass over memory per operation); smaller ones run it
+    eagerly, which skips the one-off compilation, on one thread: its many small element-wise
+    operations ran up to 6× slower with two threads on the shared 2-core machine. The fused
+    compiled kernel uses PyTorch's thread setting (``torch.set_num_threads``).
     """
 
     COMPILE_ABOVE = 2e8
 
     def __init__(self, z: np.ndarray, y: np.ndarray, n_evaluations: float = 0.0):
-        self.z = torch.from_numpy(np.ascontiguousarray(z))
+        logits = torch.from_numpy(np.ascontiguousarray(z))
         self.y = torch.from_numpy(y)
-        self.top = self.z.argmax(dim=1)
+        self.top = logits.argmax(dim=1)
         self.correct = (self.top == self.y).numpy().astype(np.float64)
+        is_top = torch.arange(logits.shape[1]) == self.top[:, None]
+        others = torch.where(is_top, -torch.inf, logits)
+        second = others.amax(dim=1)
+        self.h = (others - second[:, None]).contiguous()
+        self.gap = second - logits.amax(dim=1)  # z_(2) − z_top <= 0
         self.compiled = n_evaluations * z.size > self.COMPILE_ABOVE
         self.kernel = _compiled_kernel() if self.compiled else _focal_top_kernel
 
     def evaluate(self, temperature: float, gammas: np.ndarray):
         g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
         t = torch.tensor(float(temperature), dtype=torch.float64)
+        args = (self.h, self.gap, self.top, self.y, t, g)
         if self.compiled:
-            conf, log_p_label = self.kernel(self.z, self.top, self.y, t, g)
-            return conf.numpy(), log_p_label.numpy()
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            conf, log_p_label = self.kernel(self.z, self.top, self.y, t, g)
-        finally:
-            torch.set_num_threads(threads)
-        return conf.numpy(), log_p_label.numpy()
+            conf, log_p_label = self.kernel(*args)
+        else:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                conf, log_p_label = self.kernel(*args)
+            finally:
+                torch.set_num_threads(threads)
+        return conf.T.numpy(), log_p_label.T.numpy()
 
 
-def _focal_top_kernel(z, top, y, temperature, g, stages=None):
-    """``(conf, log_p_label)`` of shape (n_gammas, N) for one temperature (see ``FocalGrid``).
+def _focal_top_kernel(h, gap, top, y, temperature, g, stages=None):
+    """``(conf, log_p_label)`` of shape (N, n_gammas) for one temperature (see ``FocalGrid``).
 
     The formulas of :func:`calibnb.calibration.focal_map._log_focal_map`, restricted to what the
     criteria need: the top class's weight and the normaliser summed over the other classes. Two
-    stages, so that a compiler materialises the γ-free terms instead of recomputing them per γ.
+    stages, so that a compiler materialises the γ-free terms instead of recomputing them per γ;
+    the second loops sample-major, so each sample's terms stay in cache across the γ.
     """
     terms, per_gamma = stages or (_temperature_terms, _gamma_sums)
-    log_q, log_1mq, d, log1p_s, log_m = terms(z, top, temperature)
+    log_q, log_1mq, d, log1p_s, log_m = terms(h, gap, temperature)
     return per_gamma(log_q, log_1mq, d, log1p_s, log_m, top, y, g)
 
 
-def _temperature_terms(z, top, temperature):
-    """The γ-free terms of Eq. (1) at one temperature; the top class enters through ``log m``."""
-    is_top = torch.arange(z.shape[1]) == top[:, None]
-    shifted = z / temperature
-    shifted = shifted - shifted.amax(dim=1, keepdim=True)
-    others = torch.where(is_top, -torch.inf, shifted)
-    log_s = torch.logsumexp(others, dim=1)      # finite even where exp underflows
+def _temperature_terms(h, gap, temperature):
+    """The γ-free terms of Eq. (1) at one temperature; the top class enters through ``log m``.
+
+    With ``s = Σ_{k≠top} exp((z_k − z_top) / T)``: ``log q_top = −log1p(s)`` and
+    ``log m = log s − log1p(s)``, where ``log s = gap / T + log Σ exp(h / T)`` stays finite when
+    ``s`` underflows (the sum is at least 1: ``h`` is 0 at the second-largest logit).
+    """
+    e = torch.exp(h / temperature)               # 0 at the top class
+    log_s = gap / temperature + torch.log(e.sum(dim=1))
     log1p_s = torch.log1p(torch.exp(log_s))
-    log_q = others - log1p_s[:, None]           # the non-top classes; -inf at the top
-    q = torch.exp(log_q)
+    shift = gap / temperature - log1p_s          # log q of the second-largest class
+    log_q = h / temperature + shift[:, None]     # the non-top classes; -inf at the top
+    q = e * torch.exp(shift)[:, None]
     log_1mq = torch.log1p(-q)
-    d = 1.0 + torch.where(is_top, 0.0, q * log_q) / (1.0 - q)   # 1 − x, x = −q log q / (1 − q)
-    return log_q, log_1mq, d, log1p_s, log_s - log1p_s          # log m = log(1 − q_top)
+    d = 1.0 + torch.where(q > 0, q * log_q, 0.0) / (1.0 - q)   # 1 − x, x = −q log q / (1 − q)
+    return log_q, log_1mq, d, log1p_s, log_s - log1p_s         # log m = log(1 − q_top)
 
 
 def _gamma_sums(log_q, log_1mq, d, log1p_s, log_m, top, y, g):
-    """Top-class confidence and label log-probability for every γ from the γ-free terms."""
-    gc, gg = g[:, None], g[:, None, None]
-    log_w_top = -log1p_s - gc * log_m - _log_denominator(gc, _log_d_top(log_m))
-    w = torch.exp(log_q - gg * log_1mq) / ((1.0 + gg) - gg * d)
-    ratio = torch.exp(torch.log(w.sum(dim=2)) - log_w_top)
+    """Top-class confidence and label log-probability, (N, n_gammas), from the γ-free terms."""
+    g_row, g_cell = g[None, :], g[None, :, None]
+    log_w_top = (-log1p_s[:, None] - g_row * log_m[:, None]
+                 - _log_denominator(g_row, _log_d_top(log_m)[:, None]))
+    w = (torch.exp(log_q[:, None, :] - g_cell * log_1mq[:, None, :])
+         / ((1.0 + g_cell) - g_cell * d[:, None, :]))
+    ratio = torch.exp(torch.log(w.sum(dim=2)) - log_w_top)    # Σ_{k≠top} w_k / w_top
     conf = 1.0 / (1.0 + ratio)
 
     pick = y[:, None]
-    log_q_y, log_1mq_y, d_y = (torch.gather(a, 1, pick)[:, 0] for a in (log_q, log_1mq, d))
-    log_w_y = log_q_y - gc * log_1mq_y - torch.log((1.0 + gc) - gc * d_y)
+    log_q_y, log_1mq_y, d_y = (torch.gather(a, 1, pick) for a in (log_q, log_1mq, d))
+    log_w_y = log_q_y - g_row * log_1mq_y - torch.log((1.0 + g_row) - g_row * d_y)
     log_z = log_w_top + torch.log1p(ratio)      # log of the normaliser Σ_k w_k
-    log_p_label = torch.where(y == top, -torch.log1p(ratio), log_w_y - log_z)
+    log_p_label = torch.where((y == top)[:, None], -torch.log1p(ratio), log_w_y - log_z)
     return conf, log_p_label
 
 
@@ -175,6 +193,8 @@ def _log_d_top(log_m: torch.Tensor) -> torch.Tensor:
 
 @functools.cache
 def _compiled_kernel():
+    # Symbolic shapes: one compilation serves every (N, K) and number of γ (static shapes were
+    # at most 4% faster here, and would recompile for the line search's one-γ calls).
     stages = (torch.compile(_temperature_terms, dynamic=True),
               torch.compile(_gamma_sums, dynamic=True))
     return functools.partial(_focal_top_kernel, stages=stages)
