@@ -6,6 +6,8 @@ Komisarenko & Kull (2024): :func:`plot_focal_map_and_proper_loss` (Fig. 1),
 :func:`plot_closest_temperature` (Fig. 2 left / Fig. 6), :func:`plot_risk_isolines` (Fig. 4).
 Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_dfl_phi` (Fig. 1)
 and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
+FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
+(Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ __all__ = [
     "plot_risk_isolines",
     "plot_dfl_phi",
     "plot_dual_focal_risk_slice",
+    "plot_two_moons",
+    "plot_per_bin_gaps",
+    "plot_train_val_confidence",
 ]
 
 
@@ -206,5 +211,51 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     ax.set(xlabel="q_0 (with q_1 = 1 − q_2 − q_0)", ylabel="conditional risk",
            title=f"dual focal loss, γ = {gamma:g}, q_2 = {top:.3f}")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_two_moons(results: dict):
+    """FCL paper Fig. 7: for each :class:`calibnb.toy.TwoMoonsResult` in ``results`` (label ->
+    result), the top-label confidence over the plane, the decision boundary (p = 1/2, black) and
+    the training points."""
+    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.8), squeeze=False)
+    for ax, (name, res) in zip(axes[0], results.items()):
+        cs = ax.contourf(res.grid_x, res.grid_y, res.grid_confidence, levels=np.linspace(0.5, 1, 11), cmap="viridis")
+        ax.contour(res.grid_x, res.grid_y, res.grid_probs, levels=[0.5], colors="black", linewidths=1.2)
+        ax.scatter(*res.x_train.T, c=res.y_train, cmap="coolwarm", s=6, edgecolors="none")
+        ax.set(title=f"{name}: train acc {res.train_accuracy:.3f}, mean conf {res.train_confidence:.3f}",
+               xticks=[], yticks=[])
+        ax.title.set_fontsize(9)
+        fig.colorbar(cs, ax=ax, shrink=0.85, label="confidence")
+    fig.tight_layout()
+    return fig
+
+
+def plot_per_bin_gaps(gaps):
+    """Ghosh et al. Fig. 1(b) at the end of training: ``C_val,b - A_val,b`` per equal-mass bin,
+    one line per run (a row of :func:`calibnb.theory.per_bin_gaps`)."""
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for name, row in gaps.iterrows():
+        ax.plot(row.index, row.to_numpy(), "o-", ms=4, label=f"γ = {name:g}" if not isinstance(name, str) else name)
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set(xlabel="validation bin (15 equal-mass bins, low → high confidence)", ylabel="$C_{val} - A_{val}$",
+           xticks=list(gaps.columns))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_train_val_confidence(tables: dict):
+    """Ghosh et al. Fig. 2: per validation bin, the training samples' mean true-class probability
+    ``C_train`` (solid) and the validation confidence ``C_val`` (stars), one colour per run
+    (``tables``: label -> :func:`calibnb.theory.train_val_bin_confidence`)."""
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for k, (name, tab) in enumerate(tables.items()):
+        label = f"γ = {name:g}" if not isinstance(name, str) else name
+        ax.plot(tab.index, tab["train_confidence"], "-", color=f"C{k}", label=f"{label}: $C_{{train}}$")
+        ax.plot(tab.index, tab["val_confidence"], "*--", color=f"C{k}", ms=7, lw=0.6, label=f"{label}: $C_{{val}}$")
+    ax.set(xlabel="validation bin", ylabel="mean confidence", xticks=list(next(iter(tables.values())).index))
+    ax.legend(fontsize=7, ncol=len(tables))
     fig.tight_layout()
     return fig

@@ -11,10 +11,13 @@
   :func:`risk_minimizer`.
 - Dual focal loss' phi (Tao et al. 2023, §4): :func:`fl_phi`, :func:`dfl_phi`,
   :func:`phi_landmarks`, :func:`dual_focal_risk`.
+- AdaFocal's per-bin evidence (Ghosh et al. 2022, Fig. 1–2): :func:`fixed_gamma_runs`,
+  :func:`per_bin_gaps`, :func:`best_gamma_per_bin`, :func:`train_val_bin_confidence`.
 
 The multiclass focal calibration map itself is :func:`calibnb.calibration.focal_calibration_map`.
 """
 
+from .adafocal import best_gamma_per_bin, fixed_gamma_runs, per_bin_gaps, train_val_bin_confidence
 from .dual_focal import dfl_phi, dfl_phi_slope, dual_focal_risk, fl_phi, phi_landmarks
 from .focal_binary import (
     binary_focal_calibration,
@@ -68,4 +71,8 @@ __all__ = [
     "dfl_phi_slope",
     "phi_landmarks",
     "dual_focal_risk",
+    "fixed_gamma_runs",
+    "per_bin_gaps",
+    "best_gamma_per_bin",
+    "train_val_bin_confidence",
 ]
