@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calibnb.calibration import focal_calibration_map
+from calibnb.theory import risk_minimizer
 from calibnb.theory import dfl_phi, dfl_phi_slope, dual_focal_risk, fl_phi, phi_landmarks
 
 v_inner = np.linspace(1e-4, 1 - 1e-4, 2001)
@@ -136,3 +137,17 @@ def test_dfl_keeps_the_top_class_and_is_less_under_confident_than_fl():
         dfl = risk_minimizer("dual_focal_loss", eta, gamma=2.0)
         assert dfl.argmax() == eta.argmax() == fl.argmax()
         assert abs(dfl.max() - eta.max()) < abs(fl.max() - eta.max())
+
+
+def test_gradient_minimiser_lands_on_a_tie_for_the_chapters_first_eta():
+    # nbs/dual_focal.md, first row of the random-eta table: eta = Dirichlet(0.7) draw of
+    # default_rng(3), floored at 0.02. Measured: q* = (0.096820, 0.806359, 0.096820), i.e. the
+    # two small classes end tied although eta_0 = 0.0224 < eta_2 = 0.0256.
+    rng = np.random.default_rng(3)
+    eta = rng.dirichlet(np.full(3, 0.7))
+    eta = np.clip(eta, 0.02, None) / np.clip(eta, 0.02, None).sum()
+    assert eta[0] < eta[2] - 0.003
+    q = risk_minimizer("dual_focal_loss", eta, gamma=2.0)
+    assert q.argmax() == 1
+    assert abs(q[0] - q[2]) < 1e-6
+    assert q[0] == pytest.approx(0.09682, abs=1e-4)
