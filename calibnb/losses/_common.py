@@ -75,33 +75,3 @@ def reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "sum":
         return loss.sum()
     return loss
-
-
-def target_log_prob(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-    """Log-probabilities ``(N, K)`` from ``torch.log_softmax`` and the targets' ``log p_t`` ``(N,)``."""
-    logp = torch.log_softmax(logits, dim=1)
-    return logp, logp.gather(1, targets[:, None]).squeeze(1)
-
-
-def one_hot_like(logits: Tensor, targets: Tensor) -> Tensor:
-    """The one-hot labels ``(N, K)`` in the dtype and device of ``logits``."""
-    return torch.zeros_like(logits).scatter_(1, targets[:, None], 1.0)
-
-
-def one_minus_exp(log_p: Tensor) -> Tensor:
-    """``1 - p`` computed as ``-expm1(log p)``: exact even when ``p`` rounds to 1."""
-    return -torch.expm1(log_p)
-
-
-def focal_weight(base: Tensor, gamma: float | Tensor) -> Tensor:
-    """``base ** gamma`` for ``base >= 0``, ``gamma >= 0``, with finite gradients.
-
-    The focal family multiplies ``log p_t`` by such a weight. Its derivative
-    ``gamma * base ** (gamma - 1)`` is unbounded as ``base -> 0`` when ``gamma < 1`` (and
-    ``0 ** 0`` must stay 1), while the loss's true gradient, ``~ base ** gamma``, stays bounded.
-    The value is exact everywhere; the gradient through ``base`` is cut where ``base`` is below
-    the dtype's smallest normal number, where its contribution is below that number too.
-    """
-    live = base > torch.finfo(base.dtype).tiny
-    safe = torch.where(live, base, torch.ones_like(base))
-    return torch.where(live, safe.pow(gamma), base.detach().pow(gamma))

@@ -23,15 +23,8 @@ import torch
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_int, check_probs_labels, check_real, to_numpy
-from calibnb.losses._common import (
-    check_logits_targets,
-    check_reduction,
-    focal_weight,
-    one_minus_exp,
-    reduce,
-    target_log_prob,
-)
-from calibnb.losses.dual_focal import target_and_dual
+from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._fused import focal_family
 from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
 
 
@@ -103,16 +96,12 @@ def adafocal_loss(
         raise ValueError(
             f"edges must have shape (len(gammas) + 1,), got {tuple(edges.shape)} for gammas {tuple(gammas.shape)}"
         )
-    if base == "dual":
-        logp_t, p_j = target_and_dual(torch.log_softmax(logits, dim=1), targets)
-    else:
-        _, logp_t = target_log_prob(logits, targets)
-        p_j = torch.zeros_like(logp_t)
-    d = logp_t.exp() - p_j
-    gamma = gammas[bin_index(d, edges)]
-    focal_base = one_minus_exp(logp_t) + p_j
-    weight = focal_weight(torch.where(gamma >= 0, focal_base, 1.0 + d), gamma.abs())
-    return reduce(-weight * logp_t, reduction)
+
+    def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, Tensor]:
+        gamma = gammas[bin_index(p_t - p_j, edges)]
+        return gamma.abs(), gamma < 0
+
+    return reduce(focal_family(logits, targets, rule, "largest" if base == "dual" else "none"), reduction)
 
 
 def bin_index(statistic: Tensor, edges: Tensor) -> Tensor:
@@ -230,13 +219,15 @@ class CalFocalLoss(_ValidationBinned):
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         logits, targets = check_logits_targets(logits, targets)
-        _, logp_t = target_log_prob(logits, targets)
-        p_t = logp_t.detach().exp()
-        b = bin_index(p_t, self.edges)
-        accuracy = self.accuracies.to(logits.device, logits.dtype)[b]
-        level = p_t if self.case == 1 else self.confidences.to(logits.device, logits.dtype)[b]
-        gamma = torch.exp(self.lam * (level - accuracy)).clamp_max(self.gamma_max)
-        return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, self.reduction)
+        accuracies = self.accuracies.to(logits.device, logits.dtype)
+        confidences = self.confidences.to(logits.device, logits.dtype)
+
+        def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, bool]:
+            b = bin_index(p_t, self.edges)
+            level = p_t if self.case == 1 else confidences[b]
+            return torch.exp(self.lam * (level - accuracies[b])).clamp_max(self.gamma_max), False
+
+        return reduce(focal_family(logits, targets, rule), self.reduction)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> None:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
 from calibnb.losses._common import (
     check_logits_targets,
     check_reduction,
-    one_hot_like,
     reduce,
-    target_log_prob,
 )
+from calibnb.losses._fused import focal_family, row_argmax
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
 #: of ``sqrt`` at a perfectly calibrated batch.
@@ -29,11 +29,11 @@ def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tens
     """Brier loss ``sum_k (p_k - y_k)^2`` with ``y`` the one-hot label (Brier 1950).
 
     The ``"mean"`` reduction is what Mukhoti et al.'s code trains on (sum over classes, mean
-    over the batch).
+    over the batch). Computed with FCL's fused Brier term (:mod:`calibnb.losses._fused`).
     """
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    return reduce(squared_distance_to_label(torch.softmax(logits, dim=1), targets), reduction)
+    return reduce(focal_family(logits, targets, None, brier=1.0), reduction)
 
 
 def label_smoothing_loss(logits: Tensor, targets: Tensor, alpha: float = 0.05, reduction: str = "mean") -> Tensor:
@@ -63,18 +63,45 @@ def mmce_loss(
     Mukhoti et al.'s training loop (``lam = 2``, kernel width 0.4); ``"none"`` adds the batch
     term to every sample's cross-entropy, so that its mean is the ``"mean"`` value.
     See :func:`mmce_weighted` for the normalisation; ``width >= 0.01`` keeps its prefix sums
-    within float32 range.
+    within float32 range. Forward and backward are fused: ``MMCE_w`` depends on the logits only
+    through the top-label confidences ``r``, so the gradient is the cross-entropy's plus
+    ``lam dMMCE_w/dr_i * r_i (e_max - p)`` (:func:`mmce_with_gradient`); no double backward.
     """
     lam = check_real(lam, "lam", minimum=0.0)
     width = check_real(width, "width", minimum=0.01)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    logp, logp_t = target_log_prob(logits, targets)
-    penalty = lam * mmce_weighted(logp, targets, width)
-    ce = -logp_t
+    ce, mmce = _CrossEntropyAndMMCE.apply(logits, targets, width)
+    penalty = lam * mmce
     if reduction == "none":
         return ce + penalty
     return reduce(ce, reduction) + penalty * (len(ce) if reduction == "sum" else 1)
+
+
+class _CrossEntropyAndMMCE(torch.autograd.Function):
+    """Per-sample cross-entropy ``(N,)`` and the batch's ``MMCE_w``, with a closed-form backward."""
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, targets: Tensor, width: float) -> tuple[Tensor, Tensor]:
+        e = torch.empty_like(logits)  # scratch for the search, then exp(z - max z)
+        shift, predicted = row_argmax(logits, e)
+        e = torch.sub(logits, shift, out=e).exp_()  # 1 at the top class, so r = p_max = 1 / sum(e)
+        r = e.sum(dim=1).reciprocal_()
+        t = targets[:, None]
+        ce = (shift - logits.gather(1, t)).squeeze(1) - r.log()
+        mmce, grad_r = mmce_with_gradient(r, predicted.squeeze(1) == targets, width)
+        ctx.save_for_backward(e, r, targets, predicted, grad_r)
+        return ce, mmce
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_ce: Tensor, grad_mmce: Tensor):
+        e, r, targets, predicted, grad_r = ctx.saved_tensors
+        through_r = grad_mmce * grad_r * r  # d/dz of r_i is r_i (e_max - p)
+        grad_logits = e * ((grad_ce - through_r) * r)[:, None]  # p = e * r
+        grad_logits.scatter_add_(1, targets[:, None], -grad_ce[:, None])
+        grad_logits.scatter_add_(1, predicted, through_r[:, None])
+        return grad_logits, None, None
 
 
 def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
@@ -89,28 +116,52 @@ def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
     and ``MMCE_w = sqrt(MMCE_w^2 + 1e-10)``; zero when ``C`` or ``W`` is empty. The reference
     code (torrvision/focal_calibration, ``MMCE_weighted``) takes means over each block and then
     divides by ``m^2``, ``n^2``, ``m n`` again, i.e. it normalises twice; calibnb normalises
-    once, as in Kumar et al.'s definition. ``MMCE_w^2 = v^T K v`` with
-    ``v = 1_C (1 - r) / m - 1_W r / n``; for the one-dimensional Laplacian kernel the lower
-    triangle of ``K v`` is a prefix sum over the sorted confidences, and symmetry gives the rest,
-    so the cost is ``O(N log N)``, not ``O(N^2)``.
-    Takes log-probabilities ``(N, K)`` and validated targets.
+    once, as in Kumar et al.'s definition. Takes log-probabilities ``(N, K)`` and validated
+    targets; differentiable through ``r`` (:func:`mmce_with_gradient` gives ``dMMCE_w/dr``).
     """
     log_r, predicted = logp.max(dim=1)
-    r = log_r.exp()
-    correct = predicted == targets
+    return _MMCEOfConfidences.apply(log_r.exp(), predicted == targets, width)
+
+
+class _MMCEOfConfidences(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, r: Tensor, correct: Tensor, width: float) -> Tensor:
+        mmce, grad_r = mmce_with_gradient(r, correct, width)
+        ctx.save_for_backward(grad_r)
+        return mmce
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        (grad_r,) = ctx.saved_tensors
+        return grad * grad_r, None, None
+
+
+def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor, Tensor]:
+    """``MMCE_w`` of confidences ``r`` ``(N,)`` with correctness ``correct``, and ``dMMCE_w / dr``.
+
+    ``MMCE_w^2 = v^T K v`` with ``v = 1_C (1 - r) / m - 1_W r / n``. For the one-dimensional
+    Laplacian kernel, with the confidences sorted, ``left_i = sum_{j <= i} v_j k_ij`` and
+    ``right_i = sum_{j >= i} v_j k_ij`` are prefix sums, so the cost is ``O(N log N)``, not
+    ``O(N^2)``: ``v^T K v = 2 sum_i v_i left_i - sum_i v_i^2`` and, since
+    ``dk_ij/dr_i = -sign(r_i - r_j) k_ij / width``,
+    ``d(v^T K v)/dr_i = 2 (K v)_i dv_i/dr_i - 2 v_i (left_i - right_i) / width``
+    with ``(K v)_i = left_i + right_i - v_i`` and ``dv_i/dr_i = -1/m`` (correct) or ``-1/n``.
+    """
     m = correct.sum()
     n = correct.numel() - m
-    v = torch.where(correct, (1.0 - r) / m.clamp_min(1), -r / n.clamp_min(1))
+    per_m, per_n = 1.0 / m.clamp_min(1).to(r.dtype), 1.0 / n.clamp_min(1).to(r.dtype)
+    v = torch.where(correct, (1.0 - r) * per_m, -r * per_n)
+    dv = torch.where(correct, -per_m, -per_n)
     s, order = (r / width).sort()
-    v = v[order]
+    v, dv = v[order], dv[order]
     shift = s - 0.5 / width  # centred exponents stay within +-50 for width >= 0.01
     up, down = shift.exp(), (-shift).exp()
     left = down * (v * up).cumsum(0)  # sum_{j <= i} v_j exp(-(s_i - s_j))
-    # the kernel is symmetric: v^T K v = 2 sum_{j <= i} v_i v_j k_ij - sum_i v_i^2
-    squared = (2.0 * (v * left).sum() - v.square().sum()).clamp_min(0.0)
-    return torch.where((m > 0) & (n > 0), (squared + MMCE_SQRT_EPS).sqrt(), torch.zeros_like(squared))
-
-
-def squared_distance_to_label(probs: Tensor, targets: Tensor) -> Tensor:
-    """``sum_k (p_k - y_k)^2`` per sample ``(N,)``, with ``y`` the one-hot label."""
-    return F.mse_loss(probs, one_hot_like(probs, targets), reduction="none").sum(dim=1)
+    right = up * (v * down).flip(0).cumsum(0).flip(0)  # sum_{j >= i} v_j exp(-(s_j - s_i))
+    raw = 2.0 * (v * left).sum() - v.square().sum()
+    both = (m > 0) & (n > 0)
+    mmce = torch.where(both, (raw.clamp_min(0.0) + MMCE_SQRT_EPS).sqrt(), torch.zeros_like(raw))
+    d_squared = 2.0 * (left + right - v) * dv - (2.0 / width) * v * (left - right)
+    scale = torch.where(both & (raw > 0), 0.5 / mmce, torch.zeros_like(raw))
+    return mmce, torch.empty_like(r).scatter_(0, order, d_squared * scale)

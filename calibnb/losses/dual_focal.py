@@ -4,7 +4,8 @@
 *dual* probability: the largest probability strictly below ``p_k`` (classes tied with ``p_k``
 are excluded; ``p_j = 0`` when none is below). Gradients flow through ``p_j``, as in the
 authors' code. Classes are compared by their log-probabilities (the authors compare
-probabilities; the order is the same up to the rounding of ``exp``).
+probabilities; the order is the same up to the rounding of ``exp``). The forward and its
+closed-form backward are fused (:mod:`calibnb.losses._fused`; no double backward).
 """
 
 from __future__ import annotations
@@ -16,29 +17,12 @@ import torch
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import (
-    check_logits_targets,
-    check_reduction,
-    focal_weight,
-    one_minus_exp,
-    reduce,
-    target_log_prob,
-)
+from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._fused import DUAL_CHOICES, dual_classes, focal_family
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
-#: Subtracted from the search score of classes tied with or above the target (finite, so that
-#: it never turns a finite log-probability into -inf or NaN in float32).
-_EXCLUDED = 1e30
-
-#: The choices of ``p_j`` in Table 4 of Tao et al. (2023): rank below ``p_k`` and how to combine.
-DUAL_CHOICES = {
-    "largest": (1, "rank"),  # the paper's DFL
-    "second": (2, "rank"),
-    "third": (3, "rank"),
-    "mean_top2": (2, "mean"),
-    "mean_top3": (3, "mean"),
-    "mean_all": (None, "mean"),
-}
+#: The choices of ``dual`` (Table 4 of Tao et al. 2023); ``"none"`` is internal (focal loss).
+DUALS = tuple(name for name in DUAL_CHOICES if name != "none")
 
 
 def dual_focal_loss(
@@ -61,13 +45,10 @@ def dual_focal_loss(
     dual = check_dual(dual)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
+    rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if isinstance(dual, float):
-        _, logp_t = target_log_prob(logits, targets)
-        p_j = dual
-    else:
-        logp_t, p_j = target_and_dual(torch.log_softmax(logits, dim=1), targets, dual)
-    base = one_minus_exp(logp_t) + p_j
-    return reduce(-focal_weight(base, gamma) * logp_t, reduction)
+        return reduce(focal_family(logits, targets, rule, offset=dual), reduction)
+    return reduce(focal_family(logits, targets, rule, dual), reduction)
 
 
 def dual_focal_loss_sd(
@@ -86,45 +67,29 @@ def dual_focal_loss_sd(
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    logp_t, p_j = target_and_dual(torch.log_softmax(logits, dim=1), targets)
-    gamma = scheduled_gamma((logp_t.exp() - p_j).detach(), gammas, thresholds)
-    base = one_minus_exp(logp_t) + p_j
-    return reduce(-focal_weight(base, gamma) * logp_t, reduction)
+    rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
+    return reduce(focal_family(logits, targets, rule, "largest"), reduction)
 
 
 def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tuple[Tensor, Tensor]:
     """``(log p_t, p_j)`` per sample, both with gradient, from log-probabilities ``(N, K)``.
 
     Only classes whose log-probability is strictly below the target's count (ties are
-    excluded); absent ranks contribute 0. The search runs without autograd on a score that is
-    ``log p`` below the target and pushed down by ``_EXCLUDED`` (once for ties, twice above),
-    built from arithmetic only (comparisons and ``where`` on ``(N, K)`` cost several times
-    more on CPUs); one gather brings ``log p_t`` and the chosen ``log p_j`` into the graph.
+    excluded); absent ranks contribute 0. The classes are found without autograd by
+    :func:`calibnb.losses._fused.dual_classes`; one gather brings ``log p_t`` and the chosen
+    ``log p_j`` into the graph. The losses themselves compute the same inside their fused
+    forward.
     """
-    rank, how = DUAL_CHOICES[dual]
-    lp = logp.detach()
-    score = torch.sign(lp.gather(1, targets[:, None]) - lp).sub_(1).mul_(_EXCLUDED).add_(lp)
-    if rank is None:
-        below = (score > -_EXCLUDED / 2).to(logp.dtype)
-        logp_t = logp.gather(1, targets[:, None]).squeeze(1)
-        return logp_t, (logp.exp() * below).sum(1) / below.sum(1).clamp_min(1)
-    if rank == 1:
-        top, index = score.max(dim=1, keepdim=True)
-    else:
-        top, index = score.topk(min(rank, lp.shape[1]), dim=1)
+    dual = check_choice(dual, "dual", DUALS)
+    index, weight = dual_classes(logp.detach(), targets, dual)
     picked = logp.gather(1, torch.cat([targets[:, None], index], dim=1))
-    p = picked[:, 1:].exp() * (top > -_EXCLUDED / 2)
-    if how == "mean":
-        p_j = p.sum(1) / rank
-    else:
-        p_j = p[:, rank - 1] if rank <= p.shape[1] else torch.zeros_like(picked[:, 0])
-    return picked[:, 0], p_j
+    return picked[:, 0], (weight * picked[:, 1:].exp()).sum(1)
 
 
 def check_dual(dual: str | float) -> str | float:
-    """Validate ``dual``: one of :data:`DUAL_CHOICES` or a fixed offset in ``[0, 1]``."""
+    """Validate ``dual``: one of :data:`DUALS` or a fixed offset in ``[0, 1]``."""
     if isinstance(dual, str):
-        return check_choice(dual, "dual", DUAL_CHOICES)
+        return check_choice(dual, "dual", DUALS)
     if isinstance(dual, numbers.Real) and not isinstance(dual, bool):
         return check_real(dual, "dual", minimum=0.0, maximum=1.0)
-    raise TypeError(f"dual must be one of {sorted(DUAL_CHOICES)} or a number in [0, 1], got {dual!r}")
+    raise TypeError(f"dual must be one of {sorted(DUALS)} or a number in [0, 1], got {dual!r}")

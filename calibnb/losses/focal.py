@@ -2,9 +2,10 @@
 
 Focal loss (Lin et al. 2017) as a calibration loss is the subject of Mukhoti et al. (2020,
 "Calibrating deep neural networks using focal loss", Eq. 1 and §5 for FLSD-53); inverse focal
-loss is Eq. 1 of Ghosh et al. (2022, AdaFocal). All log-probabilities come
-from ``log_softmax``; ``1 - p_t`` is computed as ``-expm1(log p_t)`` so that it stays exact when the
-softmax saturates.
+loss is Eq. 1 of Ghosh et al. (2022, AdaFocal). All are computed by
+:func:`calibnb.losses._fused.focal_family`: log-probabilities from ``log_softmax``, ``1 - p_t`` as
+``-expm1(log p_t)`` (exact when the softmax saturates), and a closed-form backward (no double
+backward).
 """
 
 from __future__ import annotations
@@ -16,14 +17,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_real
-from calibnb.losses._common import (
-    check_logits_targets,
-    check_reduction,
-    focal_weight,
-    one_minus_exp,
-    reduce,
-    target_log_prob,
-)
+from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._fused import focal_family
 
 #: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
 FLSD53_GAMMAS = (5.0, 3.0, 3.0)
@@ -45,8 +40,7 @@ def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: s
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    _, logp_t = target_log_prob(logits, targets)
-    return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, reduction)
+    return reduce(focal_family(logits, targets, lambda p_t, p_j: (gamma, False)), reduction)
 
 
 def focal_loss_sd(
@@ -65,9 +59,8 @@ def focal_loss_sd(
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    _, logp_t = target_log_prob(logits, targets)
-    gamma = scheduled_gamma(logp_t.detach().exp(), gammas, thresholds)
-    return reduce(-focal_weight(one_minus_exp(logp_t), gamma) * logp_t, reduction)
+    rule = lambda p_t, p_j: (scheduled_gamma(p_t, gammas, thresholds), False)  # noqa: E731
+    return reduce(focal_family(logits, targets, rule), reduction)
 
 
 def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, reduction: str = "mean") -> Tensor:
@@ -80,8 +73,7 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, redu
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    _, logp_t = target_log_prob(logits, targets)
-    return reduce(-torch.pow(1.0 + logp_t.exp(), gamma) * logp_t, reduction)
+    return reduce(focal_family(logits, targets, lambda p_t, p_j: (gamma, True)), reduction)
 
 
 def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[Tensor, Tensor]:
