@@ -1,12 +1,17 @@
-"""Synthetic predictions whose true calibration error is known in closed form.
+"""Synthetic predictions whose true calibration is known.
 
-Used by the book to show how calibration estimators behave (bias, binning) when the truth is
-known, and by the tests that pin those statements.
+Used by the book to show how calibration estimators and calibrators behave when the truth is
+known, and by the tests that pin those statements:
+
+- :func:`linear_overconfidence`: binary predictions with closed-form CE_1 and CE_2;
+- :func:`overconfident_logits`: multiclass logits whose labels follow a tempered softmax with
+  label noise, a stand-in for a trained network's logits (see its docstring).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import softmax
 
 from ._validation import check_int, check_real
 
@@ -36,3 +41,27 @@ def linear_overconfidence_errors(slope: float = 0.8) -> tuple[float, float]:
     """
     slope = check_real(slope, "slope", minimum=0.0, maximum=1.0)
     return (1 - slope) / 4, (1 - slope) / np.sqrt(12)
+
+
+def overconfident_logits(n_samples: int = 5000, n_classes: int = 10, temperature: float = 2.0,
+                         label_noise: float = 0.05, logit_scale: float = 3.0, seed: int = 0):
+    """Logits with a known, not-quite-temperature calibration: ``(logits, labels, true_probs)``.
+
+    ``logits`` (N, K) are i.i.d. normal with standard deviation ``logit_scale``; each label is
+    drawn from ``true_probs = (1 − label_noise) softmax(logits / temperature) + label_noise / K``,
+    a model over-confident by the factor ``temperature`` (as cross-entropy networks are, Guo et
+    al. 2017) whose true confidence never exceeds ``1 − ε + ε / K``. No temperature alone fits
+    this map, which leaves room between temperature scaling and richer post-hoc maps. Returns
+    float64 logits, int64 labels and float64 true probabilities.
+    """
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
+    n_classes = check_int(n_classes, "n_classes", minimum=2)
+    temperature = check_real(temperature, "temperature", minimum=0.0, strict_minimum=True)
+    label_noise = check_real(label_noise, "label_noise", minimum=0.0, maximum=1.0)
+    logit_scale = check_real(logit_scale, "logit_scale", minimum=0.0, strict_minimum=True)
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(scale=logit_scale, size=(n_samples, n_classes))
+    true_probs = (1 - label_noise) * softmax(logits / temperature, axis=1) + label_noise / n_classes
+    cdf = np.cumsum(true_probs, axis=1)
+    labels = np.minimum((rng.random(n_samples)[:, None] > cdf).sum(axis=1), n_classes - 1)
+    return logits, labels.astype(np.int64), true_probs

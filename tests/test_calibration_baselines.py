@@ -16,7 +16,7 @@ from calibnb.calibration import (  # noqa: E402
     SplineCalibration,
     TemperatureScaling,
 )
-from calibnb.calibration.synthetic import overconfident_logits  # noqa: E402
+from calibnb.synthetic import overconfident_logits  # noqa: E402
 from calibnb.metrics import ece, reliability_table  # noqa: E402
 
 ALL = [EnsembleTemperatureScaling, SplineCalibration, HistogramBinning, IsotonicCalibration]

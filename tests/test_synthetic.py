@@ -26,3 +26,19 @@ def test_perfect_slope_is_calibrated_and_bad_arguments_are_named():
     a, _ = linear_overconfidence(5, seed=3)
     b, _ = linear_overconfidence(5, seed=np.random.default_rng(3))
     np.testing.assert_array_equal(a, b)
+
+
+def test_overconfident_logits_follow_their_tempered_softmax():
+    from scipy.special import softmax
+
+    from calibnb.synthetic import overconfident_logits
+
+    logits, labels, true_probs = overconfident_logits(20_000, n_classes=4, temperature=2.0, label_noise=0.1, seed=0)
+    assert logits.shape == (20_000, 4) and labels.dtype == np.int64
+    np.testing.assert_allclose(true_probs, 0.9 * softmax(logits / 2.0, axis=1) + 0.1 / 4)
+    # labels are drawn from true_probs: the mean true probability of the drawn label matches
+    # the mean of sum_k p_k^2 (its expectation)
+    drawn = true_probs[np.arange(len(labels)), labels].mean()
+    assert drawn == pytest.approx((true_probs**2).sum(1).mean(), abs=0.01)
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        overconfident_logits(10, temperature=0.0)
