@@ -35,7 +35,7 @@ def plot_simplex_arrows(ax, start, end, title: str = "", color: str = "C0") -> N
     a, b = to_plane(start), to_plane(end)
     ax.quiver(a[:, 0], a[:, 1], *(b - a).T, angles="xy", scale_units="xy", scale=1,
               width=0.004, color=color)
-    _triangle(ax, title)
+    draw_simplex(ax, title)
 
 
 def plot_simplex_heatmap(ax, probs, values, title: str = "", cmap: str = "RdBu_r"):
@@ -44,14 +44,15 @@ def plot_simplex_heatmap(ax, probs, values, title: str = "", cmap: str = "RdBu_r
     limit = float(np.abs(values).max()) or 1.0
     filled = ax.tricontourf(mtri.Triangulation(xy[:, 0], xy[:, 1]), values, levels=21,
                             cmap=cmap, vmin=-limit, vmax=limit)
-    _triangle(ax, title)
+    draw_simplex(ax, title)
     return filled
 
 
-def _triangle(ax, title: str) -> None:
+def draw_simplex(ax, title: str = "", labels: bool = True) -> None:
+    """The triangle's outline (with its corners named when ``labels``), equal aspect, no axes."""
     corners = np.array([[0, 0], [1, 0], [0.5, np.sqrt(3) / 2], [0, 0]])
     ax.plot(corners[:, 0], corners[:, 1], color="black", lw=0.8)
-    for (x, y), name in zip(corners[:3], ("class 1", "class 2", "class 3")):
+    for (x, y), name in zip(corners[:3] if labels else [], ("class 1", "class 2", "class 3")):
         ax.annotate(name, (x, y), textcoords="offset points", ha="center", fontsize=8,
                     xytext=(0, -12 if y == 0 else 4))
     ax.set_aspect("equal")
@@ -59,4 +60,4 @@ def _triangle(ax, title: str) -> None:
     ax.set_title(title, fontsize=10)
 
 
-__all__ = ["plot_simplex_arrows", "plot_simplex_heatmap", "simplex_points", "to_plane"]
+__all__ = ["draw_simplex", "plot_simplex_arrows", "plot_simplex_heatmap", "simplex_points", "to_plane"]

@@ -17,9 +17,9 @@ import numpy as np
 from matplotlib.tri import Triangulation
 
 from . import theory
+from .plots_simplex import draw_simplex, simplex_points, to_plane
 
 __all__ = [
-    "simplex_grid",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
     "plot_focal_map_and_proper_loss",
@@ -34,28 +34,6 @@ __all__ = [
 ]
 
 
-def simplex_grid(n: int = 60, margin: float = 1e-3) -> np.ndarray:
-    """Points of the 3-class simplex on a triangular grid with ``n`` steps, kept ``margin`` inside."""
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    keep = i + j <= n
-    a, b = i[keep] / n, j[keep] / n
-    q = np.stack([a, b, 1 - a - b], axis=1)
-    q = margin + (1 - 3 * margin) * q
-    return q / q.sum(axis=1, keepdims=True)
-
-
-def _to_plane(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Barycentric (q0, q1, q2) to the plane: class 0 bottom-left, 1 bottom-right, 2 top."""
-    return q[:, 1] + q[:, 2] / 2, q[:, 2] * np.sqrt(3) / 2
-
-
-def _simplex_axes(ax, title: str) -> None:
-    ax.plot([0, 1, 0.5, 0], [0, 0, np.sqrt(3) / 2, 0], color="black", lw=0.8)
-    ax.set_aspect("equal")
-    ax.set_axis_off()
-    ax.set_title(title, fontsize=9)
-
-
 def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
     """The gap ``L_FL - (KL(q||p) - gamma H(p))``: binary curves and a 3-class map (target class 0)."""
     fig, axes = plt.subplots(1, 1 + len(gammas), figsize=(3.6 * (1 + len(gammas)), 3.2))
@@ -65,14 +43,14 @@ def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
         axes[0].plot(p, theory.mukhoti_gap(two, np.c_[np.ones_like(p), np.zeros_like(p)], g), label=f"γ = {g:g}")
     axes[0].set(xlabel="p̂ of the true class (K = 2)", ylabel="gap", title="binary: gap ≥ 0")
     axes[0].legend(fontsize=8)
-    q = simplex_grid(n)
+    q = simplex_points(n, margin=1e-3)
     target = np.tile([1.0, 0.0, 0.0], (q.shape[0], 1))
-    tri = Triangulation(*_to_plane(q))
+    tri = Triangulation(*to_plane(q).T)
     for ax, g in zip(axes[1:], gammas):
         gap = theory.mukhoti_gap(q, target, g)
         cs = ax.tricontourf(tri, gap, levels=20, cmap="viridis")
         fig.colorbar(cs, ax=ax, shrink=0.8)
-        _simplex_axes(ax, f"K = 3, true class at bottom-left, γ = {g:g}")
+        draw_simplex(ax, f"K = 3, true class at bottom-left, γ = {g:g}", labels=False)
     fig.tight_layout()
     return fig
 
@@ -161,16 +139,16 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     """Komisarenko & Kull Fig. 4: conditional-risk isolines of Brier, CE and the proper part of
     focal loss over the 3-class simplex, at the loss percentiles ``percentiles`` of the grid."""
     eta = np.asarray(eta, dtype=float)
-    q = simplex_grid(n, margin=2e-3)
-    tri = Triangulation(*_to_plane(q))
+    q = simplex_points(n, margin=2e-3)
+    tri = Triangulation(*to_plane(q).T)
     panels = [("Brier", theory.conditional_risk(q, eta, "brier")), ("cross-entropy", theory.conditional_risk(q, eta, "log"))]
     panels += [(f"proper focal γ = {g:g}", theory.conditional_risk(q, eta, "proper_focal", g)) for g in gammas]
     fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3))
-    x0, y0 = _to_plane(eta[None])
+    x0, y0 = to_plane(eta[None]).T
     for ax, (name, risk) in zip(axes, panels):
         ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=["C0", "C1", "C2"])
         ax.plot(x0, y0, "k*")
-        _simplex_axes(ax, name)
+        draw_simplex(ax, name, labels=False)
     fig.tight_layout()
     return fig
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from calibnb import plots_theory  # noqa: E402
+from calibnb import plots_simplex, plots_theory  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -18,8 +18,8 @@ def _close_figures():
     plt.close("all")
 
 
-def test_simplex_grid_lies_inside_the_simplex():
-    q = plots_theory.simplex_grid(10, margin=1e-3)
+def test_simplex_points_lie_inside_the_simplex():
+    q = plots_simplex.simplex_points(10, margin=1e-3)
     assert q.shape == (66, 3) and np.allclose(q.sum(axis=1), 1) and q.min() >= 1e-3 - 1e-12
 
 
