@@ -65,3 +65,34 @@ def overconfident_logits(n_samples: int = 5000, n_classes: int = 10, temperature
     cdf = np.cumsum(true_probs, axis=1)
     labels = np.minimum((rng.random(n_samples)[:, None] > cdf).sum(axis=1), n_classes - 1)
     return logits, labels.astype(np.int64), true_probs
+
+
+def adafocal_stream(offsets, slope: float = 0.04, noise: float = 0.01, epochs: int = 150,
+                    gamma_init: float = 1.0, seed=0, **update_params):
+    """AdaFocal's Algorithm 1 driven by a synthetic stream of validation gaps.
+
+    Each bin's validation gap responds linearly to its gamma, as a network's roughly does:
+    ``gap_b = offsets[b] - slope * gamma_b + noise * N(0, 1)`` (``offsets`` is the gap under
+    cross-entropy; inverse focal loss, gamma < 0, adds confidence). Starting from ``gamma_init``
+    in every bin, :func:`calibnb.losses.adafocal_update` (with ``update_params``: ``lam``,
+    ``switch``, ``gamma_min``, ``gamma_max``) runs for ``epochs`` steps. Without noise, a bin
+    settles at the gamma that zeroes its gap, ``offsets[b] / slope`` (inside the clip range).
+    Returns ``(gammas (epochs + 1, B), gaps (epochs, B))``.
+    """
+    from .losses import adafocal_update
+
+    offsets = np.asarray(offsets, dtype=np.float64)
+    if offsets.ndim != 1 or offsets.size == 0 or not np.isfinite(offsets).all():
+        raise ValueError(f"offsets must be a non-empty 1-D array of finite gaps, got {offsets!r}")
+    slope = check_real(slope, "slope", minimum=0.0, strict_minimum=True)
+    noise = check_real(noise, "noise", minimum=0.0)
+    epochs = check_int(epochs, "epochs", minimum=1)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    gammas = np.full(offsets.shape, check_real(gamma_init, "gamma_init"))
+    trace, gaps_seen = [gammas], []
+    for _ in range(epochs):
+        gaps = offsets - slope * gammas + noise * rng.standard_normal(offsets.size)
+        gammas = adafocal_update(gammas, gaps, **update_params)
+        trace.append(gammas)
+        gaps_seen.append(gaps)
+    return np.array(trace), np.array(gaps_seen)

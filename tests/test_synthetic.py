@@ -42,3 +42,24 @@ def test_overconfident_logits_follow_their_tempered_softmax():
     assert drawn == pytest.approx((true_probs**2).sum(1).mean(), abs=0.01)
     with pytest.raises(ValueError, match="temperature must be > 0"):
         overconfident_logits(10, temperature=0.0)
+
+
+def test_adafocal_stream_settles_each_bin_and_switches_the_under_confident_one():
+    # nbs/adafocal.md: over-confident bins raise gamma to about offset / slope and oscillate
+    # there; the under-confident bin crosses S_th = 0.2, switches to inverse focal loss and
+    # settles at a negative gamma (fixed points 6.25, 3, 1.25, -0.75).
+    from calibnb.synthetic import adafocal_stream
+
+    offsets = np.array([0.25, 0.12, 0.05, -0.03])
+    trace, gaps = adafocal_stream(offsets, slope=0.04, noise=0.01, epochs=150, seed=0)
+    assert trace.shape == (151, 4) and gaps.shape == (150, 4)
+    np.testing.assert_array_equal(trace[0], 1.0)
+    settled = trace[-50:].mean(axis=0)  # measured: 6.28, 3.02, 1.20, -0.61
+    np.testing.assert_allclose(settled[:3], offsets[:3] / 0.04, rtol=0.05)
+    # the inverse-focal bin approaches -0.75 slowly (a multiplicative step on a small gap)
+    assert (trace[-50:, 3] < 0).all() and -0.8 < settled[3] < -0.5
+    assert np.abs(gaps[-50:].mean(axis=0)).max() < 0.01  # every gap closes
+    exact, _ = adafocal_stream(offsets, noise=0.0, epochs=1500)
+    np.testing.assert_allclose(exact[-1], offsets / 0.04, rtol=1e-3)
+    with pytest.raises(ValueError, match="slope must be > 0"):
+        adafocal_stream(offsets, slope=0.0)
