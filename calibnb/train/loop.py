@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from scipy.special import softmax
 from torch import nn
 
 from ..data import augment as augment_batch
@@ -182,7 +183,7 @@ def train(config: TrainConfig | dict) -> dict:
             raise FloatingPointError(f"the training loss became {train_loss} in epoch {epoch + 1}")
 
         val_logits = predict_logits(model, data.x_val, data, autocast)
-        val_probs = _softmax(val_logits)
+        val_probs = softmax(val_logits.astype(np.float64), axis=1)
         y_val = data.y_val.cpu().numpy()
         row = {
             "epoch": epoch + 1,
@@ -213,14 +214,7 @@ def train(config: TrainConfig | dict) -> dict:
 
 def _adafocal_update(loss_fn, model, data: _Data, autocast) -> None:
     val_logits = predict_logits(model, data.x_val, data, autocast)
-    loss_fn.update(_softmax(val_logits), data.y_val.cpu().numpy())
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits.astype(np.float64)
-    z -= z.max(axis=1, keepdims=True)
-    p = np.exp(z)
-    return p / p.sum(axis=1, keepdims=True)
+    loss_fn.update(softmax(val_logits.astype(np.float64), axis=1), data.y_val.cpu().numpy())
 
 
 def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
