@@ -15,15 +15,20 @@ Shape convention: images ``(N, C, H, W)``, signals ``(N, C, L)``, labels ``(N,)`
 from .augment import augment, normalize, random_crop, random_hflip
 from .datasets import DATASETS, Dataset, load_dataset
 from .integrity import EXPECTED_MD5, md5sum, verify_file
+from .shifts import SHIFTS, gaussian_noise, load_shift, mnist_digits
 from .splits import train_val_split
 
 __all__ = [
     "DATASETS",
     "Dataset",
     "EXPECTED_MD5",
+    "SHIFTS",
     "augment",
+    "gaussian_noise",
     "load_dataset",
+    "load_shift",
     "md5sum",
+    "mnist_digits",
     "normalize",
     "random_crop",
     "random_hflip",

@@ -7,7 +7,7 @@
 """
 
 from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
-from .execute import code_version, execute, is_finished
+from .execute import code_version, execute, is_finished, run_training
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import METRICS, load_results
 from .sweep import expand_grid, load_config, plan, sweep
@@ -18,6 +18,7 @@ __all__ = [
     "atomic_path",
     "code_version",
     "execute",
+    "run_training",
     "expand_grid",
     "identity",
     "is_finished",

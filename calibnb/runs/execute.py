@@ -89,3 +89,24 @@ def execute(
                 raise
     failed.unlink(missing_ok=True)
     return out_dir
+
+
+def run_training(params: dict, out_dir: str | os.PathLike) -> Path:
+    """Train one run in this process, without the notebook: :func:`calibnb.train.train` itself.
+
+    The run folder gets what :func:`execute` writes except the executed notebook: the same
+    ``params.yaml``, ``version.json`` and the trainer's artifacts (``metrics.json`` last). This is
+    the runner for long CPU sweeps, where starting a kernel and drawing the notebook's figures for
+    every run would cost more than the training.
+    """
+    from ..train import train
+
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {**params, "out_dir": str(out_dir)}
+    write_text(out_dir / "params.yaml", yaml.safe_dump(params, sort_keys=True))
+    write_json(out_dir / "version.json", code_version(Path(__file__).parent))
+    train({"progress": False, **params})
+    return out_dir

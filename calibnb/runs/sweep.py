@@ -13,6 +13,7 @@ A sweep file (``configs/*.yaml``)::
         loss: [cross_entropy, focal_loss]
         seed: [1, 2, 3]
       - {dataset: cifar100, model: resnet50, loss: dual_focal_loss, gamma: 5, seed: [1, 2, 3]}
+    runner: notebook                # notebook (default): papermill; train: calibnb.train.train
     executor:                       # optional defaults for `sweep(..., executor=...)`
       name: slurm                   # inprocess | local | slurm
       timeout_min: 2880
@@ -24,6 +25,11 @@ product of its lists. Relative ``notebook`` and ``out_root`` paths are resolved 
 folder that holds ``configs/`` (the repository root) when the file lives in a ``configs/``
 folder, else against the file's own folder.
 
+Runners: ``notebook`` executes the notebook with papermill (:func:`execute`), so each run
+folder holds its executed notebook; ``train`` calls :func:`calibnb.train.train` directly
+(:func:`run_training`): the same artifacts without the notebook, and no kernel start or figures
+per run, for long sweeps of short CPU runs.
+
 Executors: ``inprocess`` runs one notebook after another in this process; ``local`` and
 ``slurm`` go through submitit (local processes, or a Slurm array job on a cluster). Runs are
 independent and each writes its ``metrics.json`` last, atomically, so interrupting a sweep
@@ -32,16 +38,18 @@ loses no finished run: the next call skips them and reruns only the unfinished o
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from pathlib import Path
 
 import yaml
 
-from .execute import execute, is_finished
+from .execute import execute, is_finished, run_training
 from .naming import run_name
 
 EXECUTORS = ("inprocess", "local", "slurm")
+RUNNERS = ("notebook", "train")
 
 
 def load_config(config: str | os.PathLike | dict) -> dict:
@@ -117,17 +125,20 @@ def sweep(
     name = executor or defaults.pop("name", "inprocess")
     if name not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
+    runner = config.get("runner", "notebook")
+    if runner not in RUNNERS:
+        raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
     runs = plan(config)
     todo = [(params, folder) for params, folder, done in runs if not done]
     if dry_run or not todo:
         return [folder for _, folder, _ in runs]
 
-    notebook = config["notebook"]
+    run = functools.partial(execute, config["notebook"]) if runner == "notebook" else run_training
     failures = []
     if name == "inprocess":
         for params, folder in todo:
             try:
-                execute(notebook, params, folder)
+                run(params, folder)
             except Exception as exc:  # keep going: one bad run must not stop the sweep
                 failures.append((folder, exc))
     else:
@@ -138,9 +149,7 @@ def sweep(
         )
         defaults.pop("name", None)
         pool.update_parameters(**{**defaults, **executor_params})
-        jobs = pool.map_array(
-            execute, [notebook] * len(todo), [p for p, _ in todo], [f for _, f in todo]
-        )
+        jobs = pool.map_array(run, [p for p, _ in todo], [f for _, f in todo])
         for job, (_, folder) in zip(jobs, todo):
             try:
                 job.result()

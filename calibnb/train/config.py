@@ -36,6 +36,8 @@ class TrainConfig:
     Execution: ``seed``, ``device``, ``bf16`` (autocast; default on for CUDA), ``channels_last``
     (default on for CUDA), ``compile`` (``torch.compile``), ``out_dir``, ``resume``,
     ``progress``.
+    Shift: ``ood``, names of :data:`calibnb.data.SHIFTS` whose logits are stored and whose
+    out-of-distribution AUROC against the test set goes into ``metrics.json``.
     Calibration: ``n_bins`` and the criteria of the post-hoc temperature scaling and focal
     temperature scaling fitted on the validation set (``"ece"``, the papers' protocol, or
     ``"nll"``).
@@ -63,6 +65,7 @@ class TrainConfig:
     bf16: bool | None = None
     channels_last: bool | None = None
     compile: bool = False
+    ood: list = field(default_factory=list)
     n_bins: int = 15
     ts_criterion: str = "ece"
     fts_criterion: str = "ece"
@@ -104,6 +107,7 @@ class TrainConfig:
         for name in ("compile", "resume", "progress"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        self._check_ood()
         if self.adafocal_update_every is not None and self.loss != "adafocal":
             raise ValueError("adafocal_update_every applies to loss='adafocal' only")
         if self.resume and self.out_dir is None:
@@ -119,6 +123,21 @@ class TrainConfig:
             raise ValueError(f"loss_params {self.loss_params} do not fit loss {self.loss!r}: {exc}") from exc
         except ValueError as exc:
             raise ValueError(f"loss_params: {exc}") from exc
+
+    def _check_ood(self) -> None:
+        from ..data import SHIFTS
+
+        if not isinstance(self.ood, (list, tuple)):
+            raise TypeError(f"ood must be a list of shift names, got {self.ood!r}")
+        for name in self.ood:
+            check_choice(name, "ood", SHIFTS)
+        if len(set(self.ood)) != len(self.ood):
+            raise ValueError(f"ood names a shift twice: {list(self.ood)}")
+        if self.ood and self.dataset == "mnist1d":
+            raise ValueError("ood shifts are images; dataset 'mnist1d' holds 1-D signals")
+        if "mnist" in self.ood and self.dataset != "fashion-mnist":
+            raise ValueError(f"ood 'mnist' (28x28 digits) fits dataset 'fashion-mnist', not {self.dataset!r}")
+        self.ood = list(self.ood)
 
     def _check_device(self) -> None:
         import torch

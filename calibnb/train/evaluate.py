@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import softmax
 
 from ..calibration import FocalTemperatureScaling, TemperatureScaling
-from ..metrics import calibration_report
+from ..metrics import calibration_report, ood_auroc
 
 
 def fit_calibrators(
@@ -33,6 +33,7 @@ def evaluate_logits(
     ts_criterion: str = "ece",
     fts_criterion: str = "ece",
     calibrators: tuple[TemperatureScaling, FocalTemperatureScaling] | None = None,
+    ood_logits: dict | None = None,
 ) -> dict:
     """The ``metrics.json`` content of a run, without its ``gammas`` (the trainer adds them).
 
@@ -41,11 +42,16 @@ def evaluate_logits(
     :func:`calibnb.metrics.calibration_report` with ``n_bins`` bins. Temperature scaling and
     focal temperature scaling use their papers' protocols (``criterion="ece"``) unless asked
     otherwise; pass already fitted ``calibrators`` (from :func:`fit_calibrators`) to skip the fit.
+
+    ``ood_logits`` (``{name: logits}``, logits of shifted inputs, e.g. from
+    :func:`calibnb.data.load_shift`) adds ``"ood": {name: {"pre": a, "ts": a, "fts": a}}``: the
+    AUROC of telling those inputs from the test set by the predictive entropy (Mukhoti et al.
+    2020, Sec. 6), before and after each post-hoc calibration.
     """
     val_logits = np.asarray(val_logits, dtype=np.float64)
     test_logits = np.asarray(test_logits, dtype=np.float64)
     ts, fts = calibrators or fit_calibrators(val_logits, val_labels, n_bins, ts_criterion, fts_criterion)
-    return {
+    metrics = {
         "val": calibration_report(softmax(val_logits, axis=1), val_labels, n_bins=n_bins),
         "test": {
             "pre": calibration_report(softmax(test_logits, axis=1), test_labels, n_bins=n_bins),
@@ -55,3 +61,11 @@ def evaluate_logits(
         "temperature": float(ts.temperature_),
         "fts": {"gamma": float(fts.gamma_), "temperature": float(fts.temperature_)},
     }
+    if ood_logits:
+        stages = {"pre": lambda z: softmax(z, axis=1), "ts": ts.predict_proba, "fts": fts.predict_proba}
+        metrics["ood"] = {
+            name: {stage: ood_auroc(f(test_logits), f(np.asarray(z, dtype=np.float64)))
+                   for stage, f in stages.items()}
+            for name, z in ood_logits.items()
+        }
+    return metrics

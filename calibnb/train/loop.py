@@ -22,7 +22,7 @@ from scipy.special import softmax
 from torch import nn
 
 from ..data import augment as augment_batch
-from ..data import load_dataset, normalize, train_val_split
+from ..data import load_dataset, load_shift, normalize, train_val_split
 from ..losses import AdaFocalLoss, get_loss
 from ..metrics import ece, nll
 from ..models import get_model
@@ -223,20 +223,31 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
     val_logits = half(predict_logits(model, data.x_val, data, autocast))
     test_logits = half(predict_logits(model, data.x_test, data, autocast))
     y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
+    shifted = {}
+    for name in config.ood:
+        x_ood, y_ood = load_shift(name, data.x_test, data.y_test)  # the same shifted set for every run
+        shifted[name] = (half(predict_logits(model, x_ood.to(data.x_test.device), data, autocast)),
+                         y_ood.cpu().numpy())
     ts, fts = fit_calibrators(val_logits, y_val, config.n_bins, config.ts_criterion, config.fts_criterion)
-    metrics = evaluate_logits(val_logits, y_val, test_logits, y_test, n_bins=config.n_bins, calibrators=(ts, fts))
+    metrics = evaluate_logits(
+        val_logits, y_val, test_logits, y_test, n_bins=config.n_bins, calibrators=(ts, fts),
+        ood_logits={name: z for name, (z, _) in shifted.items()},
+    )
     metrics["gammas"] = [row["gammas"] for row in history if "gammas" in row]
     table = pd.DataFrame(history)
     if out_dir is not None:
         save_logits(out_dir / "logits_val.npz", val_logits, y_val)
         save_logits(out_dir / "logits_test.npz", test_logits, y_test)
+        for name, (z, y) in shifted.items():
+            save_logits(out_dir / f"logits_ood_{name}.npz", z, y)
         write_text(out_dir / "history.csv", table.to_csv(index=False))
         write_json(out_dir / "metrics.json", metrics)
         (out_dir / CHECKPOINT).unlink(missing_ok=True)
     return {
         **metrics,
         "history": table,
-        "logits": {"val": (val_logits, y_val), "test": (test_logits, y_test)},
+        "logits": {"val": (val_logits, y_val), "test": (test_logits, y_test),
+                   **{f"ood_{name}": pair for name, pair in shifted.items()}},
         "calibrators": {"ts": ts, "fts": fts},
         "out_dir": str(out_dir) if out_dir else None,
     }
