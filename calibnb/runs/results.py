@@ -23,8 +23,10 @@ def load_results(root: str | os.PathLike) -> pd.DataFrame:
     parameters, ...; not the execution-only ones such as ``device``), the test metrics before
     calibration under their own names (``ece``, ``adaece``, ...), after temperature scaling as
     ``<metric>_ts`` and after focal temperature scaling as ``<metric>_fts``, ``temperature``
-    (the TS temperature), ``fts_gamma`` and ``fts_temperature``, and ``run_dir``. Unfinished
-    runs are ignored. An empty frame (with the metric columns) is returned when none is found.
+    (the TS temperature), ``fts_gamma`` and ``fts_temperature``, the validation metrics as
+    ``val_<metric>``, the out-of-distribution AUROC of each shift as ``auroc_<shift>``,
+    ``auroc_<shift>_ts`` and ``auroc_<shift>_fts`` (runs with ``ood``), and ``run_dir``.
+    Unfinished runs are ignored. An empty frame (with the metric columns) is returned when none is found.
     """
     root = Path(root)
     if not root.is_dir():
@@ -45,9 +47,37 @@ def _row(run_dir: Path) -> dict:
     for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):
         for name, value in (test.get(stage) or {}).items():
             row[f"{name}{suffix}"] = value
+    for name, value in (metrics.get("val") or {}).items():
+        row[f"val_{name}"] = value
+    for shift, stages in (metrics.get("ood") or {}).items():
+        for stage, value in stages.items():
+            row[f"auroc_{shift}" + ("" if stage == "pre" else f"_{stage}")] = value
     row["temperature"] = metrics.get("temperature")
     fts = metrics.get("fts") or {}
     row["fts_gamma"] = fts.get("gamma")
     row["fts_temperature"] = fts.get("temperature")
     row["run_dir"] = str(run_dir)
     return row
+
+
+def select_by_validation(
+    table: pd.DataFrame, by: str | list[str], params: list[str], metric: str = "val_ece"
+) -> pd.DataFrame:
+    """Keep, within each group ``by``, the runs of the parameter setting with the best validation score.
+
+    How the papers tune a loss's hyper-parameters ("γ fine-tuned on the split validation set",
+    Tao et al. 2023, Sec. 5.1): for each group (say ``"loss"``), the setting of ``params`` (say
+    ``["gamma", "lam"]``) whose mean ``metric`` over its runs (seeds) is lowest; its runs are
+    returned, other groups' runs pass through unchanged if they have a single setting. Ties go to
+    the first setting in sorted order. Test metrics play no part.
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in (*by, *params, metric) if c not in table.columns]
+    if missing:
+        raise ValueError(f"table has no column {missing[0]!r}")
+    if table.empty:
+        return table
+    keys = by + params
+    means = table.groupby(keys, dropna=False)[metric].mean().reset_index()
+    best = means.loc[means.groupby(by, dropna=False)[metric].idxmin(), keys]
+    return table.merge(best, on=keys, how="inner")

@@ -234,6 +234,11 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
         ood_logits={name: z for name, (z, _) in shifted.items()},
     )
     metrics["gammas"] = [row["gammas"] for row in history if "gammas" in row]
+    if isinstance(loss_fn, AdaFocalLoss):  # each update's bin edges, calibration gaps and γ (Fig. 5)
+        metrics["adafocal_updates"] = [
+            {key: np.asarray(value, dtype=np.float64).tolist() for key, value in update.items()}
+            for update in loss_fn.history
+        ]
     table = pd.DataFrame(history)
     if out_dir is not None:
         save_logits(out_dir / "logits_val.npz", val_logits, y_val)
