@@ -1,12 +1,15 @@
-"""Command line: ``python -m calibnb run|sweep``.
+"""Command line: ``python -m calibnb run|sweep|prune``.
 
     python -m calibnb run nbs/train.md -p loss dual_focal_loss -p gamma 5 [-f params.yaml] [--out DIR]
     python -m calibnb sweep configs/dfl_table1.yaml [--executor inprocess|local|slurm] [--dry-run]
+    python -m calibnb prune configs/fashion_mnist_cpu.yaml
 
 ``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
 bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;
 later options override earlier ones. Without ``--out`` a run goes to
-``runs/<calibnb.runs.run_name(params)>``.
+``runs/<calibnb.runs.run_name(params)>``. ``prune`` applies a sweep file's ``select`` section
+(``{by, params, metric}`` of :func:`calibnb.runs.select_by_validation`) with
+:func:`calibnb.runs.prune_unselected`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("config", type=Path)
     sweep.add_argument("--executor", choices=["inprocess", "local", "slurm"])
     sweep.add_argument("--dry-run", action="store_true", help="list the runs, run nothing")
+
+    prune = commands.add_parser(
+        "prune", help="reduce the runs that lose the sweep's validation selection to their validation part"
+    )
+    prune.add_argument("config", type=Path, help="a sweep file with a 'select' section")
     return parser
 
 
@@ -60,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
             params[key] = yaml.safe_load(value)
         out = args.out or args.root / runs.run_name(params)
         print(runs.execute(args.notebook, params, out))
+        return 0
+
+    if args.command == "prune":
+        config = runs.load_config(args.config)
+        select = config.get("select")
+        if not isinstance(select, dict) or "by" not in select or "params" not in select:
+            raise SystemExit(f"error: {args.config} has no 'select' section with 'by' and 'params'")
+        for folder in runs.prune_unselected(config["out_root"], **select):
+            print(f"pruned  {folder}")
         return 0
 
     plan = runs.plan(runs.load_config(args.config))

@@ -188,3 +188,47 @@ def test_cli_run_and_sweep(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("todo")
     assert cli(["sweep", str(config)]) == 0
     assert runs.is_finished(runs.plan(runs.load_config(config))[0][1])
+
+
+def _candidates(root: Path) -> None:
+    """DFL with gamma 1 (better on validation on average) and 2, two seeds; CE once."""
+    for gamma, seed, val in ((1, 1, 0.02), (1, 2, 0.04), (2, 1, 0.01), (2, 2, 0.06)):
+        _fake_run(root / f"dfl{gamma}-{seed}", {"dataset": "d", "model": "m", "loss": "dual_focal_loss",
+                                                "gamma": gamma, "seed": seed}, val)
+    _fake_run(root / "ce", {"dataset": "d", "model": "m", "loss": "cross_entropy", "seed": 1}, 0.09)
+
+
+def test_select_by_validation_keeps_the_setting_with_the_best_mean(tmp_path):
+    _candidates(tmp_path)
+    table = runs.load_results(tmp_path)
+    assert table["val_ece"].notna().all()
+    chosen = runs.select_by_validation(table, "loss", ["gamma"])
+    # gamma 1: mean 0.03 < gamma 2: mean 0.035, although gamma 2 has the single best run
+    assert sorted(chosen.loc[chosen["loss"] == "dual_focal_loss", "gamma"]) == [1, 1]
+    assert chosen["loss"].tolist().count("cross_entropy") == 1  # a lone setting passes through
+    with pytest.raises(ValueError, match="no column 'lam'"):
+        runs.select_by_validation(table, "loss", ["lam"])
+
+
+def test_prune_unselected_keeps_only_the_validation_part(tmp_path):
+    _candidates(tmp_path)
+    for folder in tmp_path.iterdir():
+        for part in ("val", "test", "ood_mnist"):
+            runs.save_logits(folder / f"logits_{part}.npz", np.zeros((3, 2)), np.zeros(3))
+    pruned = runs.prune_unselected(tmp_path, "loss", ["gamma"])
+    assert sorted(p.name for p in pruned) == ["dfl2-1", "dfl2-2"]
+    assert sorted(p.name for p in (tmp_path / "dfl2-1").iterdir()) == ["logits_val.npz", "metrics.json", "params.yaml"]
+    assert sorted(json.loads((tmp_path / "dfl2-1" / "metrics.json").read_text())) == ["gammas", "val"]
+    assert (tmp_path / "dfl1-1" / "logits_test.npz").exists()
+    table = runs.load_results(tmp_path)  # pruned runs are still finished, with validation metrics only
+    assert len(table) == 5 and table.loc[table["gamma"] == 2, "ece"].isna().all()
+    assert runs.prune_unselected(tmp_path, "loss", ["gamma"]) == pruned  # the selection is unchanged
+
+
+def test_load_results_reads_ood_auroc(tmp_path):
+    _fake_run(tmp_path / "a", {"loss": "cross_entropy", "seed": 1}, 0.05)
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    metrics["ood"] = {"mnist": {"pre": 0.9, "ts": 0.92, "fts": 0.93}}
+    runs.write_json(tmp_path / "a" / "metrics.json", metrics)
+    row = runs.load_results(tmp_path).iloc[0]
+    assert (row["auroc_mnist"], row["auroc_mnist_ts"], row["auroc_mnist_fts"]) == (0.9, 0.92, 0.93)

@@ -34,6 +34,11 @@ TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]
         ({"augment": "yes"}, TypeError, "augment must be True, False or None"),
         ({"ts_criterion": "brier"}, ValueError, "ts_criterion must be one of"),
         ({"reduction": "none"}, ValueError, "reduction must be one of"),
+        ({"ood": ["svhn"]}, ValueError, "ood must be one of"),
+        ({"ood": "mnist"}, TypeError, "ood must be a list"),
+        ({"ood": ["mnist", "mnist"]}, ValueError, "ood names a shift twice"),
+        ({"ood": ["gaussian_noise"], "dataset": "mnist1d", "model": "mlp"}, ValueError, "1-D signals"),
+        ({"ood": ["mnist"], "dataset": "cifar10", "model": "resnet50"}, ValueError, "fits dataset 'fashion-mnist'"),
     ],
 )
 def test_invalid_configurations_name_the_parameter(params, error, message):
@@ -117,3 +122,22 @@ def test_a_nan_loss_stops_the_run_with_a_clear_error(monkeypatch):
     monkeypatch.setattr(train_loop, "get_loss", lambda *args, **kwargs: NaNLoss())
     with pytest.raises(FloatingPointError, match="epoch 1, step 1"):
         train(TINY)
+
+
+@pytest.mark.slow
+def test_a_run_with_shifts_and_adafocal_stores_what_reproduces_its_metrics(tmp_path):
+    train({**TINY, "loss": "adafocal", "ood": ["mnist", "gaussian_noise"], "out_dir": str(tmp_path)})
+    stored = json.loads((tmp_path / "metrics.json").read_text())
+    logits = {p: load_logits(tmp_path / f"logits_{p}.npz") for p in ("val", "test", "ood_mnist", "ood_gaussian_noise")}
+    assert logits["ood_mnist"][0].shape == (5000, 10) and logits["ood_gaussian_noise"][0].shape == (10_000, 10)
+    assert (logits["ood_gaussian_noise"][1] == logits["test"][1]).all()  # the noisy test set keeps its labels
+    recomputed = evaluate_logits(
+        *logits["val"], *logits["test"],
+        ood_logits={"mnist": logits["ood_mnist"][0], "gaussian_noise": logits["ood_gaussian_noise"][0]},
+    )
+    assert json.loads(json.dumps(recomputed)) == {
+        k: v for k, v in stored.items() if k not in ("gammas", "adafocal_updates")}
+    assert stored["ood"]["mnist"]["pre"] > 0.5  # digits look less familiar than clothes
+    updates = stored["adafocal_updates"]
+    assert len(updates) == 2 and [u["gammas"] for u in updates] == stored["gammas"]
+    assert all(len(u["edges"]) == len(u["gaps"]) + 1 == 16 for u in updates)

@@ -67,8 +67,9 @@ def _mass_interior_edges(conf: np.ndarray, n_bins: int) -> np.ndarray:
     inside = starts < n
     s = starts[inside]
     interior = np.ones((m, n_bins - 1))
-    if s.size:  # a full sort: faster than np.partition at the ~2 (n_bins - 1) split points
-        ordered = np.sort(conf, axis=1)
+    if s.size:  # a full sort (faster than partitioning at the ~2 (n_bins - 1) split points),
+        # by torch, whose sort of many rows uses every thread
+        ordered = torch.from_numpy(conf).sort(dim=1).values.numpy()
         interior[:, inside] = (ordered[:, s - 1] + ordered[:, s]) / 2.0
     return interior
 
@@ -160,12 +161,15 @@ def _temperature_terms(h, gap, temperature):
 
 def _gamma_sums(log_q, log_1mq, d, log1p_s, log_m, top, y, g):
     """Top-class confidence and label log-probability, (N, n_gammas), from the γ-free terms."""
-    g_row, g_cell = g[None, :], g[None, :, None]
+    g_row = g[None, :]
     log_w_top = (-log1p_s[:, None] - g_row * log_m[:, None]
                  - _log_denominator(g_row, _log_d_top(log_m)[:, None]))
-    w = (torch.exp(log_q[:, None, :] - g_cell * log_1mq[:, None, :])
-         / ((1.0 + g_cell) - g_cell * d[:, None, :]))
-    ratio = torch.exp(torch.log(w.sum(dim=2)) - log_w_top)    # Σ_{k≠top} w_k / w_top
+    # one (N, K) reduction per γ, which a compiler fuses into a single pass over the γ-free
+    # terms (a quarter faster than one (N, n_gammas, K) reduction); eagerly, it keeps the
+    # temporaries (N, K)
+    w_sum = torch.stack([(torch.exp(log_q - g[i] * log_1mq) / ((1.0 + g[i]) - g[i] * d)).sum(dim=1)
+                         for i in range(g.shape[0])], dim=1)
+    ratio = torch.exp(torch.log(w_sum) - log_w_top)            # Σ_{k≠top} w_k / w_top
     conf = 1.0 / (1.0 + ratio)
 
     pick = y[:, None]

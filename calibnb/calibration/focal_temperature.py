@@ -69,6 +69,8 @@ class FocalTemperatureScaling:
         ``search="line"`` only: T = intercept + slope·γ and the scored points on it.
     """
 
+    TEMPERATURE_BATCH = 20
+
     def __init__(self, gammas=None, temperatures=None, criterion: str = "ece",
                  search: str = "grid", n_bins: int = 15, binning: str = "mass"):
         self.gammas = gammas
@@ -115,7 +117,16 @@ class FocalTemperatureScaling:
         return batched_ece(conf, grid.correct, self.n_bins, self.binning)
 
     def _surface(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
-        return np.stack([self._criterion(grid, gammas, t) for t in temperatures], axis=1)
+        if self.criterion == "nll":
+            return np.stack([self._criterion(grid, gammas, t) for t in temperatures], axis=1)
+        # the ECE of TEMPERATURE_BATCH temperatures at once: one sort and one bincount call each
+        scores = []
+        for start in range(0, temperatures.size, self.TEMPERATURE_BATCH):
+            batch = temperatures[start : start + self.TEMPERATURE_BATCH]
+            conf = np.concatenate([grid.evaluate(t, gammas)[0] for t in batch])
+            scores.append(batched_ece(conf, grid.correct, self.n_bins, self.binning)
+                          .reshape(batch.size, gammas.size).T)
+        return np.concatenate(scores, axis=1)
 
     def _fit_line(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
         ends = np.array([gammas.min(), gammas.max()])

@@ -9,7 +9,7 @@
 from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
 from .execute import code_version, execute, is_finished, run_training
 from .naming import EXECUTION_KEYS, identity, run_name
-from .results import METRICS, load_results, select_by_validation
+from .results import METRICS, load_results, prune_unselected, select_by_validation
 from .sweep import expand_grid, load_config, plan, sweep
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "save_logits",
     "save_npz",
     "select_by_validation",
+    "prune_unselected",
     "sweep",
     "write_json",
     "write_text",

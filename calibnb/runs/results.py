@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from .atomic import write_json
 from .execute import FINISHED_MARKER
 from .naming import EXECUTION_KEYS
 
@@ -81,3 +82,34 @@ def select_by_validation(
     means = table.groupby(keys, dropna=False)[metric].mean().reset_index()
     best = means.loc[means.groupby(by, dropna=False)[metric].idxmin(), keys]
     return table.merge(best, on=keys, how="inner")
+
+
+#: What a pruned run keeps of its ``metrics.json``: what the validation selection reads.
+VALIDATION_KEYS = ("val", "gammas", "adafocal_updates")
+
+
+def prune_unselected(
+    root: str | os.PathLike, by: str | list[str], params: list[str], metric: str = "val_ece"
+) -> list[Path]:
+    """Reduce the runs that lose :func:`select_by_validation` to their validation part.
+
+    A hyper-parameter search trains every candidate, but only the selected ones are reported on
+    the test set. The others keep ``params.yaml``, ``version.json``, ``history.csv``,
+    ``logits_val.npz`` and the :data:`VALIDATION_KEYS` of ``metrics.json`` (so the selection can
+    be recomputed and checked); their test and out-of-distribution logits and metrics are
+    deleted, which keeps committed results small. A pruned run still counts as finished, so a
+    sweep does not redo it. Returns the pruned run folders.
+    """
+    table = load_results(root)
+    if table.empty:
+        return []
+    selected = set(select_by_validation(table, by, params, metric)["run_dir"])
+    pruned = []
+    for run_dir in map(Path, sorted(set(table["run_dir"]) - selected)):
+        metrics = json.loads((run_dir / FINISHED_MARKER).read_text())
+        write_json(run_dir / FINISHED_MARKER, {k: v for k, v in metrics.items() if k in VALIDATION_KEYS})
+        for path in run_dir.glob("logits_*.npz"):
+            if path.name != "logits_val.npz":
+                path.unlink()
+        pruned.append(run_dir)
+    return pruned

@@ -235,8 +235,9 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
     )
     metrics["gammas"] = [row["gammas"] for row in history if "gammas" in row]
     if isinstance(loss_fn, AdaFocalLoss):  # each update's bin edges, calibration gaps and γ (Fig. 5)
+        finite_or_none = lambda a: [v if math.isfinite(v) else None for v in a]  # noqa: E731  (empty bins)
         metrics["adafocal_updates"] = [
-            {key: np.asarray(value, dtype=np.float64).tolist() for key, value in update.items()}
+            {key: finite_or_none(np.asarray(value, dtype=np.float64).ravel().tolist()) for key, value in update.items()}
             for update in loss_fn.history
         ]
     table = pd.DataFrame(history)
