@@ -206,6 +206,8 @@ def test_select_by_validation_keeps_the_setting_with_the_best_mean(tmp_path):
     # gamma 1: mean 0.03 < gamma 2: mean 0.035, although gamma 2 has the single best run
     assert sorted(chosen.loc[chosen["loss"] == "dual_focal_loss", "gamma"]) == [1, 1]
     assert chosen["loss"].tolist().count("cross_entropy") == 1  # a lone setting passes through
+    untouched = runs.select_by_validation(table, "loss", ["gamma"], among=["focal_loss"])
+    assert len(untouched) == len(table)  # dual focal loss is not among the tuned losses
     with pytest.raises(ValueError, match="no column 'lam'"):
         runs.select_by_validation(table, "loss", ["lam"])
 

@@ -62,15 +62,18 @@ def _row(run_dir: Path) -> dict:
 
 
 def select_by_validation(
-    table: pd.DataFrame, by: str | list[str], params: list[str], metric: str = "val_ece"
+    table: pd.DataFrame, by: str | list[str], params: list[str], metric: str = "val_ece",
+    among: list | None = None,
 ) -> pd.DataFrame:
     """Keep, within each group ``by``, the runs of the parameter setting with the best validation score.
 
     How the papers tune a loss's hyper-parameters ("γ fine-tuned on the split validation set",
     Tao et al. 2023, Sec. 5.1): for each group (say ``"loss"``), the setting of ``params`` (say
     ``["gamma", "lam"]``) whose mean ``metric`` over its runs (seeds) is lowest; its runs are
-    returned, other groups' runs pass through unchanged if they have a single setting. Ties go to
-    the first setting in sorted order. Test metrics play no part.
+    returned. ``among`` restricts the selection to the groups with these ``by`` values (say the
+    losses whose γ is tuned); every other run passes through unchanged, so that focal loss with
+    γ = 1 and with γ = 3 stay two methods. Ties go to the first setting in sorted order. Test
+    metrics play no part.
     """
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in (*by, *params, metric) if c not in table.columns]
@@ -78,10 +81,18 @@ def select_by_validation(
         raise ValueError(f"table has no column {missing[0]!r}")
     if table.empty:
         return table
+    if among is None:
+        tuned = pd.Series(True, index=table.index)
+    else:
+        if len(by) != 1:
+            raise ValueError("among needs a single 'by' column")
+        tuned = table[by[0]].isin(list(among))
     keys = by + params
-    means = table.groupby(keys, dropna=False)[metric].mean().reset_index()
+    candidates = table[tuned]
+    means = candidates.groupby(keys, dropna=False)[metric].mean().reset_index()
     best = means.loc[means.groupby(by, dropna=False)[metric].idxmin(), keys]
-    return table.merge(best, on=keys, how="inner")
+    selected = candidates.merge(best, on=keys, how="inner")
+    return pd.concat([table[~tuned], selected], ignore_index=True)
 
 
 #: What a pruned run keeps of its ``metrics.json``: what the validation selection reads.
@@ -89,7 +100,8 @@ VALIDATION_KEYS = ("val", "gammas", "adafocal_updates")
 
 
 def prune_unselected(
-    root: str | os.PathLike, by: str | list[str], params: list[str], metric: str = "val_ece"
+    root: str | os.PathLike, by: str | list[str], params: list[str], metric: str = "val_ece",
+    among: list | None = None,
 ) -> list[Path]:
     """Reduce the runs that lose :func:`select_by_validation` to their validation part.
 
@@ -103,7 +115,7 @@ def prune_unselected(
     table = load_results(root)
     if table.empty:
         return []
-    selected = set(select_by_validation(table, by, params, metric)["run_dir"])
+    selected = set(select_by_validation(table, by, params, metric, among)["run_dir"])
     pruned = []
     for run_dir in map(Path, sorted(set(table["run_dir"]) - selected)):
         metrics = json.loads((run_dir / FINISHED_MARKER).read_text())
