@@ -65,10 +65,11 @@ def execute(
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    params = {**params, "out_dir": str(out_dir)}
-
-    write_text(out_dir / "params.yaml", yaml.safe_dump(params, sort_keys=True))
+    # params.yaml records what the run computes; the folder it sits in is not part of it, so a
+    # run folder can be moved (or committed) without naming the machine it ran on
+    write_text(out_dir / "params.yaml", yaml.safe_dump(_without_out_dir(params), sort_keys=True))
     write_json(out_dir / "version.json", code_version(notebook.parent))
+    params = {**params, "out_dir": str(out_dir)}
     executed, failed = out_dir / f"{notebook.stem}.ipynb", out_dir / "failed.ipynb"
     with tempfile.TemporaryDirectory() as scratch:
         source = Path(scratch) / f"{notebook.stem}.ipynb"
@@ -105,8 +106,11 @@ def run_training(params: dict, out_dir: str | os.PathLike) -> Path:
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    params = {**params, "out_dir": str(out_dir)}
-    write_text(out_dir / "params.yaml", yaml.safe_dump(params, sort_keys=True))
+    write_text(out_dir / "params.yaml", yaml.safe_dump(_without_out_dir(params), sort_keys=True))
     write_json(out_dir / "version.json", code_version(Path(__file__).parent))
-    train({"progress": False, **params})
+    train({"progress": False, **params, "out_dir": str(out_dir)})
     return out_dir
+
+
+def _without_out_dir(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k != "out_dir"}

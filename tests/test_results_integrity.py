@@ -1,0 +1,95 @@
+"""The committed results are what their logits say: every ``metrics.json`` is recomputed.
+
+``results/`` holds the finished runs of the sweep files in ``configs/`` whose ``out_root`` lies
+there. Each run's ``metrics.json`` is recomputed from its committed float16 logits with
+:func:`calibnb.train.evaluate_logits` (temperature scaling and focal temperature scaling refitted
+on the validation logits, every metric, out-of-distribution AUROC) and must agree; runs pruned by
+the validation selection must be exactly the ones the selection rejects, with their validation
+metrics intact. The fast suite checks one run per loss; the slow suite checks every run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from scipy.special import softmax
+
+from calibnb.metrics import calibration_report
+from calibnb.runs import load_config, load_logits, load_results, plan, select_by_validation
+from calibnb.train import evaluate_logits
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = [p for p in sorted((ROOT / "configs").glob("*.yaml"))
+           if Path(load_config(p)["out_root"]).resolve().is_relative_to(ROOT / "results")]
+RUNS = sorted(p.parent for p in (ROOT / "results").rglob("metrics.json"))
+
+
+def _close(stored, recomputed, where: str = "") -> None:
+    """Nested dicts/lists equal up to float rounding (a CPU with other SIMD paths may differ by ulps)."""
+    if isinstance(stored, dict):
+        assert isinstance(recomputed, dict) and sorted(stored) == sorted(recomputed), where
+        for key in stored:
+            _close(stored[key], recomputed[key], f"{where}/{key}")
+    elif isinstance(stored, float) or isinstance(recomputed, float):
+        assert math.isclose(stored, recomputed, rel_tol=1e-7, abs_tol=1e-12), f"{where}: {stored} != {recomputed}"
+    else:
+        assert stored == recomputed, where
+
+
+def _check_run(run_dir: Path) -> None:
+    stored = json.loads((run_dir / "metrics.json").read_text())
+    val_logits, val_labels = load_logits(run_dir / "logits_val.npz")
+    if "test" not in stored:  # pruned by the validation selection: only its validation part is kept
+        assert sorted(p.name for p in run_dir.glob("logits_*.npz")) == ["logits_val.npz"]
+        _close(stored["val"], json.loads(json.dumps(calibration_report(softmax(val_logits, axis=1), val_labels))))
+        return
+    test_logits, test_labels = load_logits(run_dir / "logits_test.npz")
+    shifted = {p.stem.removeprefix("logits_ood_"): load_logits(p)[0] for p in run_dir.glob("logits_ood_*.npz")}
+    assert sorted(shifted) == sorted(stored.get("ood", {}))
+    recomputed = evaluate_logits(val_logits, val_labels, test_logits, test_labels, ood_logits=shifted)
+    _close({k: v for k, v in stored.items() if k not in ("gammas", "adafocal_updates")},
+           json.loads(json.dumps(recomputed)), run_dir.name)
+
+
+def _one_per_loss() -> list[Path]:
+    seen, chosen = set(), []
+    for run_dir in RUNS:
+        loss = run_dir.name.split("-")[2]
+        if loss not in seen and (run_dir / "logits_test.npz").exists():
+            seen.add(loss)
+            chosen.append(run_dir)
+    return chosen
+
+
+def test_results_exist_for_every_config():
+    assert CONFIGS, "no sweep file writes into results/"
+    for config in CONFIGS:
+        unfinished = [folder.name for _, folder, done in plan(config) if not done]
+        assert not unfinished, f"{config.name}: unfinished runs {unfinished[:3]}"
+
+
+@pytest.mark.parametrize("run_dir", _one_per_loss(), ids=lambda p: p.name)
+def test_one_run_per_loss_reproduces_its_metrics(run_dir):
+    _check_run(run_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run_dir", RUNS, ids=lambda p: p.name)
+def test_every_run_reproduces_its_metrics(run_dir):
+    _check_run(run_dir)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_pruned_runs_are_exactly_those_the_selection_rejects(config):
+    spec = load_config(config)
+    table = load_results(spec["out_root"])
+    pruned = set(table.loc[table["ece"].isna(), "run_dir"])
+    if "select" not in spec:
+        assert not pruned
+        return
+    selected = set(select_by_validation(table, **spec["select"])["run_dir"])
+    assert pruned == set(table["run_dir"]) - selected
+    assert table.loc[table["run_dir"].isin(selected), "ece"].notna().all()
