@@ -124,11 +124,13 @@ def test_saturated_validation_logits_stay_finite():
 
 
 @pytest.mark.slow
-def test_compiled_kernel_equals_eager_kernel():
-    z, y = overconfident(4, n=400, k=20)
+@pytest.mark.parametrize("k", [3, 20, 100])  # classes-first (K <= 32) and samples-first layouts
+def test_compiled_kernel_equals_eager_kernel(k):
+    z, y = overconfident(4, n=400, k=k)
     eager = FocalGrid(z, y)
     compiled = FocalGrid(z, y, n_evaluations=FocalGrid.COMPILE_ABOVE)
     assert compiled.kernel is not eager.kernel
+    assert compiled.class_dim == (0 if k <= FocalGrid.CLASS_MAJOR_UP_TO else 1)
     for t in (0.01, 0.3, 1.0, 4.0):
         for a, b in zip(eager.evaluate(t, PAPER_GAMMAS), compiled.evaluate(t, PAPER_GAMMAS)):
             np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
