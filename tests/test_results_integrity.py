@@ -55,12 +55,19 @@ def _check_run(run_dir: Path) -> None:
 
 
 def _one_per_loss() -> list[Path]:
+    """One complete run per (results folder, loss), smallest folders first, at most one run
+    per loss overall plus the first run of every other folder: every loss and every artifact
+    kind (out-of-distribution logits included) is covered, at the cost of the cheapest fits."""
+    folders = sorted({run.parent for run in RUNS},
+                     key=lambda f: sum(p.stat().st_size for p in f.glob("*/logits_val.npz")))
     seen, chosen = set(), []
-    for run_dir in RUNS:
-        loss = run_dir.name.split("-")[2]
-        if loss not in seen and (run_dir / "logits_test.npz").exists():
-            seen.add(loss)
-            chosen.append(run_dir)
+    for folder in folders:
+        complete = [r for r in RUNS if r.parent == folder and (r / "logits_test.npz").exists()]
+        for run_dir in complete:
+            loss = run_dir.name.split("-")[2]
+            if loss not in seen or run_dir == complete[0]:
+                seen.add(loss)
+                chosen.append(run_dir)
     return chosen
 
 
