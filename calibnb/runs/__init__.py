@@ -2,31 +2,40 @@
 
 - :func:`execute` runs a text notebook with papermill parameters into a run folder;
 - :func:`sweep` expands a YAML grid and runs what is unfinished, in-process or via submitit;
-- :func:`load_results` reads every finished run into one pandas table;
+- :func:`load_results` reads every finished run into one pandas table, :func:`label_methods`
+  names their methods, :func:`select_by_validation` applies a sweep's hyper-parameter choice and
+  :func:`paired_verdict` judges a claim from per-seed differences;
 - :mod:`calibnb.runs.atomic` writes every artifact atomically.
 """
 
 from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
 from .execute import code_version, execute, is_finished, run_training
+from .methods import FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import METRICS, load_results, prune_unselected, select_by_validation
 from .sweep import expand_grid, load_config, plan, sweep
 
 __all__ = [
     "EXECUTION_KEYS",
+    "FAMILIES",
     "METRICS",
     "atomic_path",
     "code_version",
     "execute",
-    "run_training",
     "expand_grid",
     "identity",
     "is_finished",
+    "label_methods",
     "load_config",
     "load_logits",
     "load_results",
+    "method_family",
+    "method_label",
+    "method_order",
+    "paired_verdict",
     "plan",
     "run_name",
+    "run_training",
     "save_logits",
     "save_npz",
     "select_by_validation",

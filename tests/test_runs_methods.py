@@ -1,0 +1,69 @@
+"""Method names of runs and the paired verdict rule of the results chapters."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibnb.runs import FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict
+
+
+@pytest.mark.parametrize(
+    "row, label",
+    [
+        ({"loss": "cross_entropy"}, "CE"),
+        ({"loss": "brier_loss"}, "Brier"),
+        ({"loss": "mmce_loss"}, "MMCE"),
+        ({"loss": "label_smoothing_loss"}, "LS-0.05"),
+        ({"loss": "focal_loss_sd"}, "FLSD-53"),
+        ({"loss": "focal_loss", "gamma": 3.0}, "FL-3"),
+        ({"loss": "inverse_focal_loss", "gamma": 1}, "Inverse FL (γ=1)"),
+        ({"loss": "dual_focal_loss", "gamma": 2.5}, "DFL (γ=2.5)"),
+        ({"loss": "focal_calibration_loss", "gamma": 3, "lam": 1.5}, "FCL (γ=3, λ=1.5)"),
+        ({"loss": "adafocal", "loss_params": float("nan")}, "AdaFocal"),
+        ({"loss": "adafocal", "loss_params": {"base": "dual"}}, "AdaDualFocal"),
+        ({"loss": "adafocal", "loss_params": "{base: dual}"}, "AdaDualFocal"),
+    ],
+)
+def test_method_label_names_each_loss_as_the_papers_do(row, label):
+    assert method_label(pd.Series(row)) == label
+    assert method_family(label) in FAMILIES
+
+
+def test_unknown_losses_have_no_name():
+    with pytest.raises(ValueError, match="no method name for loss 'hinge'"):
+        method_label(pd.Series({"loss": "hinge"}))
+
+
+def test_label_methods_and_order():
+    table = pd.DataFrame({"loss": ["focal_calibration_loss", "focal_loss", "cross_entropy", "focal_loss"],
+                          "gamma": [2, 3, np.nan, 1], "lam": [0.5, np.nan, np.nan, np.nan]})
+    labelled = label_methods(table)
+    assert "loss_params" in labelled.columns and "loss_params" not in table.columns
+    assert labelled["family"].tolist() == ["FCL", "FL", "CE", "FL"]
+    assert method_order(labelled["method"]) == ["CE", "FL-1", "FL-3", "FCL (γ=2, λ=0.5)"]
+
+
+@pytest.mark.parametrize(
+    "differences, inclusive, expected",
+    [
+        ([-1, -2, -1, -3, -1], False, ("holds", 5, 5)),
+        ([-1, -2, -1, -3, 0.5], False, ("holds", 4, 5)),        # 4 of 5 suffice
+        ([-1, -2, 0.1, 0.2, -3], False, ("inconclusive", 3, 5)),  # mean agrees, 3 of 5 do not
+        ([1, 2, 1, -0.5, 3], False, ("does not hold", 1, 5)),
+        ([0, 0, 0, 0, 0], True, ("holds", 5, 5)),                 # "a <= b" with ties
+        ([0, 0, 0, 0, 0], False, ("inconclusive", 0, 5)),         # "a < b" with ties
+        ([-1, -1, np.nan], False, ("inconclusive (too few runs)", 2, 2)),
+        ([-1, -1, -1, 5], False, ("inconclusive", 3, 4)),          # most agree, the mean does not
+    ],
+)
+def test_paired_verdict_branches(differences, inclusive, expected):
+    assert paired_verdict(differences, inclusive=inclusive) == expected
+
+
+def test_paired_verdict_needs_the_rounded_up_fraction():
+    # ceil(0.8 * 6) = 5 of 6 pairs
+    assert paired_verdict([-1] * 4 + [0.1, 0.1])[0] == "inconclusive"
+    assert paired_verdict([-1] * 5 + [0.1])[0] == "holds"
+    assert math.ceil(0.8 * 6) == 5
