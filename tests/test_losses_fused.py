@@ -22,6 +22,7 @@ from calibnb.losses import (
     focal_loss,
     focal_loss_sd,
     inverse_focal_loss,
+    label_smoothing_loss,
     mmce_loss,
     mmce_weighted,
 )
@@ -261,3 +262,73 @@ def test_double_backward_is_refused(loss_fn):
     (grad,) = torch.autograd.grad(loss_fn(z, t), z, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|double backward|does not require grad"):
         torch.autograd.grad(grad.sum(), z)
+
+
+def plain_label_smoothing(z, t, alpha):
+    """Cross-entropy against (1 - alpha) y + alpha / K, written out."""
+    target = (1 - alpha) * torch.nn.functional.one_hot(t, z.shape[1]).to(z.dtype) + alpha / z.shape[1]
+    return -(target * torch.log_softmax(z, 1)).sum(1)
+
+
+@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize("alpha", [0.0, 0.05, 0.3])
+def test_label_smoothing(k, alpha):
+    z, t = hard_logits(k)
+    assert_same_value_and_gradient(
+        lambda x, y: label_smoothing_loss(x, y, alpha=alpha, reduction="none"),
+        lambda x, y: plain_label_smoothing(x, y, alpha),
+        z,
+        t,
+    )
+
+
+FUSED = {
+    "focal": lambda x, y, r: focal_loss(x, y, gamma=3.0, reduction=r),
+    "dual focal": lambda x, y, r: dual_focal_loss(x, y, gamma=5.0, reduction=r),
+    "FCL": lambda x, y, r: focal_calibration_loss(x, y, reduction=r),
+    "Brier": lambda x, y, r: brier_loss(x, y, reduction=r),
+    "label smoothing": lambda x, y, r: label_smoothing_loss(x, y, reduction=r),
+}
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_mean_and_sum_reduce_inside_the_fused_function(name):
+    """The reductions happen inside the fused function: value and gradient equal those of the
+    per-sample losses summed or averaged by autograd."""
+    z, t = hard_logits(10)
+    for reduction, reduce in (("mean", torch.mean), ("sum", torch.sum)):
+        z1, z2 = z.clone().requires_grad_(), z.clone().requires_grad_()
+        ours, plain = FUSED[name](z1, t, reduction), reduce(FUSED[name](z2, t, "none"))
+        ours.backward()
+        plain.backward()
+        torch.testing.assert_close(ours, plain, rtol=1e-12, atol=0)
+        torch.testing.assert_close(z1.grad, z2.grad, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_backward_twice_with_a_retained_graph(name):
+    """The first backward writes into the forward's softmax; a second one recomputes it."""
+    z, t = hard_logits(10)
+    z = z.requires_grad_()
+    loss = FUSED[name](z, t, "mean")
+    (first,) = torch.autograd.grad(loss, z, retain_graph=True)
+    (second,) = torch.autograd.grad(loss, z)
+    assert torch.equal(first, second)
+
+
+@pytest.mark.parametrize("dtype, gap", [(torch.float32, 200.0), (torch.float64, 1000.0)])
+def test_target_probability_below_the_smallest_normal_float(dtype, gap):
+    """Where p_t underflows (e^-200 in float32, e^-1000 in float64), log p_t comes from the
+    row's logsumexp: the loss is -log p_t = gap + log(1 + (K - 2) e^-gap) exactly, not inf."""
+    k = 10
+    z = torch.zeros(3, k, dtype=dtype)
+    z[:, 1] = gap
+    t = torch.tensor([0, 1, 2])  # p_t underflows for rows 0 and 2, is ~1 for row 1
+    assert torch.softmax(z, 1)[0, 0] < torch.finfo(dtype).tiny
+    z.requires_grad_()
+    loss = focal_loss(z, t, gamma=0.0, reduction="none")
+    torch.testing.assert_close(loss.detach(), torch.tensor([gap, 0.0, gap], dtype=dtype))
+    focal = focal_loss(z, t, gamma=3.0, reduction="none")
+    torch.testing.assert_close(focal.detach(), torch.tensor([gap, 0.0, gap], dtype=dtype))
+    (grad,) = torch.autograd.grad(focal.sum(), z)
+    assert torch.isfinite(grad).all()

@@ -17,16 +17,20 @@ DFL-SD, AdaFocal, CalFocal). Writing ``sigma = -1`` (focal) or ``+1`` (inverse) 
 
 so the backward is one ``(N, K)`` pass over the softmax (three with the Brier term) plus two
 scatters, instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)``
-gather/``log_softmax`` backward that autograd would record. The forward takes a single
-exponential pass, ``e = exp(z - max z)``: ``p = e / sum(e)`` and ``l_t = z_t - max z -
-log sum(e)`` (what ``log_softmax`` computes). ``h`` is computed as ``gamma B^gamma (l_t / B)``, which stays finite as
-``B -> 0`` for every ``gamma >= 0`` (where ``l_t / B -> -1``); the value ``B^gamma`` is exact.
+gather/``log_softmax`` backward that autograd would record. The forward is one call of
+``torch.softmax``, whose fused kernel costs less on CPUs than a bare ``exp`` over the logits,
+and takes ``l_t = log p_t`` from it; where ``p_t`` falls below the smallest normal float (it has
+lost precision, or underflowed to 0), ``l_t = z_t - logsumexp(z)`` from that row's logits
+instead (a host synchronisation, like the input checks). ``h`` is computed as
+``gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every ``gamma >= 0`` (where
+``l_t / B -> -1``); the value ``B^gamma`` is exact.
 Double backward is not supported (``once_differentiable``). Every formula here is checked
 against autograd through the plain definitions in ``tests/test_losses_fused.py``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -97,32 +101,38 @@ def row_argmax(score: Tensor, scratch: Tensor | None = None) -> tuple[Tensor, Te
     """``score.max(dim=1, keepdim=True)`` at a fraction of its cost on CPUs.
 
     ``max`` with indices runs a scalar loop, ``amax`` a vectorised one. The indicator
-    ``sign(score - max)`` is 0 at the maxima and -1 elsewhere; its product with the weights
-    ``K + k`` of the classes ``k`` is ``sum_{maxima} (K + k) - sum_k (K + k)``, a sum of small
-    integers (exact in float32 up to ``K = 3344``, in float64 beyond). It lies in ``[K, 2K)``
-    exactly when the maximum is unique, and is then ``K + index``. Other rows (ties, or a
-    maximum of ``+-inf``, where ``inf - inf`` makes the indicator NaN exactly at the maxima) take
-    the first maximum of the indicator, so the index is always ``torch.argmax``'s: the first
-    among equal scores. The indicator is written into ``scratch`` (a tensor like ``score``, or
-    ``score`` itself, which is then overwritten) instead of a new buffer.
+    ``score == max``, written as 1.0/0.0 into a float buffer (a boolean result is several times
+    slower to write on CPUs), times the weights ``K + k`` of the classes ``k`` is the sum of
+    ``K + k`` over the maxima, a sum of small integers (exact in float32 up to ``K = 3344``, in
+    float64 beyond). It lies in ``[K, 2K)`` exactly when the maximum is unique, and is then
+    ``K + index``; rows with tied maxima take the first 1 of their indicator, so the index is
+    always ``torch.argmax``'s: the first among equal scores. ``score`` must not contain NaN.
+    The indicator is written into ``scratch`` (a float tensor like ``score``, or ``score``
+    itself, which is then overwritten) instead of a new buffer.
     """
     return _row_extremum(score, True, scratch)
 
 
 def _row_extremum(score: Tensor, largest: bool, scratch: Tensor | None) -> tuple[Tensor, Tensor]:
     value = score.amax(dim=1, keepdim=True) if largest else score.amin(dim=1, keepdim=True)
-    difference = torch.sub(score, value, out=scratch) if largest else torch.sub(value, score, out=scratch)
-    indicator = difference.sign_()
     k = score.shape[1]
     dtype = score.dtype if 3 * k * k < 2**25 else torch.float64
-    weights = torch.arange(k, 2 * k, device=score.device, dtype=dtype)
-    code = (indicator.to(dtype) @ weights).add_((3 * k * k - k) // 2).nan_to_num_(-1.0)
-    index = code.sub_(k).round_().long()
-    unclear = ((index < 0) | (index >= k)).nonzero().squeeze(1)
-    index = index[:, None]
-    if len(unclear):
-        index[unclear] = indicator[unclear].argmax(dim=1, keepdim=True)  # NaN counts as the maximum
+    if scratch is None or scratch.dtype != dtype:
+        scratch = torch.empty(score.shape, dtype=dtype, device=score.device)
+    indicator = torch.eq(score, value, out=scratch)  # 1.0 at the extremum (a float comparison:
+    # a boolean result is several times slower to write on CPUs)
+    index = (indicator @ _class_weights(k, dtype, score.device)).sub_(k).long()[:, None]
+    lowest, highest = index.aminmax()
+    if lowest < 0 or highest >= k:  # ties
+        unclear = ((index < 0) | (index >= k)).nonzero()[:, 0]
+        index[unclear] = indicator[unclear].argmax(dim=1, keepdim=True)
     return value, index
+
+
+@functools.lru_cache(maxsize=16)
+def _class_weights(k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The weights ``K, K + 1, ..., 2K - 1`` of :func:`row_argmax`'s indicator code."""
+    return torch.arange(k, 2 * k, device=device, dtype=dtype)
 
 
 def focal_family(
@@ -132,83 +142,118 @@ def focal_family(
     dual: str = "none",
     brier: float = 0.0,
     offset: float = 0.0,
+    smoothing: float = 0.0,
+    reduction: str = "none",
 ) -> Tensor:
-    """Per-sample loss ``(N,)`` of the focal family with a fused, closed-form backward.
+    """The loss of the focal family, reduced by ``reduction``, with a fused, closed-form backward.
 
     ``rule`` gives gamma and the focal/inverse choice from ``(p_t, p_j)``, or is ``None`` for no
     focal term (``brier=1`` alone is the Brier score); ``dual`` picks ``p_j``
     (:data:`DUAL_CHOICES`); with ``dual="none"``, ``p_j`` is the constant ``offset`` (no
-    gradient). ``brier`` adds ``brier * sum_k (p_k - y_k)^2`` (FCL). Takes validated float
-    logits and int64 targets.
+    gradient). ``brier`` adds ``brier * sum_k (p_k - y_k)^2`` (FCL). ``smoothing`` adds
+    ``alpha (z_t - mean_k z_k)``, which turns cross-entropy (``gamma = 0``) into cross-entropy
+    against the smoothed label ``(1 - alpha) y + alpha / K``: ``-sum_k s_k log p_k = -l_t +
+    alpha (z_t - mean_k z_k)``, whose gradient ``alpha (e_t - 1/K)`` needs no pass of its own.
+    The reduction happens inside the fused function, which spares autograd a node. Takes
+    validated float logits, int64 targets and a validated ``reduction``.
     """
-    return _FocalFamily.apply(logits, targets, rule, dual, brier, offset)
+    return _FocalFamily.apply(logits, targets, rule, dual, brier, offset, smoothing, reduction)
+
+
+def log_target_probability(logits: Tensor, targets: Tensor, p_t: Tensor) -> Tensor:
+    """``log p_t`` ``(N,)`` from the softmax's ``p_t``, exact also where ``p_t`` is subnormal or 0.
+
+    ``log(p_t)`` carries ``p_t``'s relative precision while ``p_t`` is a normal float; below
+    that, the few rows concerned take ``z_t - logsumexp(z)`` from their logits (what
+    ``log_softmax`` computes), so a sample the network gets confidently wrong keeps a finite,
+    exact loss.
+    """
+    logp_t = p_t.log()
+    tiny = torch.finfo(p_t.dtype).tiny
+    if p_t.amin() < tiny:
+        low = (p_t < tiny).nonzero()[:, 0]
+        rows = logits[low]
+        logp_t[low] = rows.gather(1, targets[low, None])[:, 0] - rows.logsumexp(dim=1)
+    return logp_t
 
 
 class _FocalFamily(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx, logits: Tensor, targets: Tensor, rule: GammaRule | None, dual: str, brier: float, offset: float
+        ctx, logits: Tensor, targets: Tensor, rule: GammaRule | None, dual: str, brier: float, offset: float,
+        smoothing: float, reduction: str,
     ) -> Tensor:
-        # one exponential pass: e = exp(z - max z), p = e / total, log p_t = z_t - max z - log total;
-        # p itself is never formed, 1 / total goes into the per-row coefficients
-        e = torch.empty_like(logits)  # first the dual search's scores, then exp(z - max z)
         if dual != "none":
-            index, weight = dual_classes(logits, targets, dual, work=e)
-        shift = logits.amax(dim=1, keepdim=True)
-        e = torch.sub(logits, shift, out=e).exp_()
-        inv_total = e.sum(dim=1).reciprocal_()
+            index, weight = dual_classes(logits, targets, dual)
+        p = torch.softmax(logits, dim=1)  # the backward writes the gradient into it
         t = targets[:, None]
-        logp_t = (logits.gather(1, t) - shift).squeeze_(1).add_(inv_total.log())
-        p_t = e.gather(1, t).squeeze_(1).mul_(inv_total)
-        one_minus_p_t = torch.expm1(logp_t).neg_()  # exact even when p_t rounds to 1
+        p_t = p.gather(1, t)[:, 0]
+        logp_t = log_target_probability(logits, targets, p_t)
         if dual == "none":
-            index, weighted_p = None, None
-            p_j = torch.full_like(p_t, offset)
+            index = weighted_p = None
+            p_j = offset
         else:
-            weighted_p = weight.mul_(e.gather(1, index)).mul_(inv_total[:, None])
-            p_j = weighted_p.sum(1)
+            weighted_p = weight.mul_(p.gather(1, index))
+            p_j = weighted_p.sum(1) if weighted_p.shape[1] > 1 else weighted_p[:, 0]
         if rule is None:
-            zero = torch.zeros_like(p_t)
-            loss, a, q = zero, zero, zero
+            loss = a = q = torch.zeros_like(p_t)
         else:
             gamma, inverse = rule(p_t, p_j)
+            focal_base = (1.0 - p_t).add_(p_j) if isinstance(p_j, Tensor) else 1.0 + offset - p_t
             if isinstance(inverse, Tensor):
-                base = torch.where(inverse, 1.0 + p_t - p_j, one_minus_p_t + p_j)
-                sigma = torch.where(inverse, 1.0, -1.0).to(p_t.dtype)
+                base = torch.where(inverse, (1.0 + p_t).sub_(p_j), focal_base)
+                sigma = inverse.to(p_t.dtype).mul_(2.0).sub_(1.0)
             else:
-                base = 1.0 + p_t - p_j if inverse else one_minus_p_t + p_j
+                base = (1.0 + p_t).sub_(p_j) if inverse else focal_base
                 sigma = 1.0 if inverse else -1.0
             weight_t = base.pow(gamma)
-            ratio = torch.where(base > 0, logp_t / base, 0.0)  # l_t / B -> -1 as B -> 0
-            q = ratio.mul_(weight_t).mul_(sigma * gamma)  # sigma h, h = gamma B^gamma l_t / B
+            # sigma h with h = gamma B^gamma (l_t / B); at B = 0 (p_t = 1, l_t = 0) the term is 0
+            q = torch.where(base > 0, logp_t / base, 0.0).mul_(weight_t).mul_(gamma).mul_(sigma)
             a = torch.addcmul(weight_t, p_t, q).neg_()  # -B^gamma - sigma p_t h
             loss = weight_t.mul_(logp_t).neg_()
+        brier_shift = None
         if brier:
-            e_t = e.gather(1, t)
-            others = torch.linalg.vecdot(e.scatter_(1, t, 0.0), e) * inv_total.square()  # sum_{k != t} p_k^2
-            e.scatter_(1, t, e_t)
+            others = torch.linalg.vecdot(p.scatter_(1, t, 0.0), p)  # sum_{k != t} p_k^2, exactly
+            p.scatter_(1, t, p_t[:, None])
+            one_minus_p_t = 1.0 - p_t
             loss = loss + brier * (others + one_minus_p_t.square())
-            brier_shift = others - p_t * one_minus_p_t  # sum_k p_k (p_k - y_k), without cancellation
-        else:
-            brier_shift = None
-        ctx.brier = brier
-        ctx.save_for_backward(e, inv_total, targets, p_t, p_j, a, q, index, weighted_p, brier_shift)
-        return loss
+            brier_shift = others.sub_(p_t * one_minus_p_t)  # sum_k p_k (p_k - y_k), without cancellation
+        if smoothing:
+            loss = loss + smoothing * (logits.gather(1, t)[:, 0] - logits.mean(dim=1))
+        ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
+        ctx.softmax = p  # an attribute, not saved: the backward may write into it
+        ctx.save_for_backward(logits, targets, p_t, p_j if index is not None else None, a, q, index,
+                              weighted_p, brier_shift)
+        if reduction == "mean":
+            return loss.mean()
+        return loss.sum() if reduction == "sum" else loss
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        e, inv_total, targets, p_t, p_j, a, q, index, weighted_p, brier_shift = ctx.saved_tensors
-        grad_t, grad_j = grad * a, grad * q
-        row = grad_t + grad_j * p_j if index is not None else grad_t
-        if ctx.brier:  # p * (scale * p - row) with p = e / total
+        logits, targets, p_t, p_j, a, q, index, weighted_p, brier_shift = ctx.saved_tensors
+        # the first backward writes the gradient into the forward's softmax (on CPUs a fresh
+        # (N, K) buffer costs more in page faults than the arithmetic); a second backward
+        # (retain_graph=True) finds it gone and recomputes it
+        p, ctx.softmax = ctx.softmax, None
+        if p is None:
+            p = torch.softmax(logits, dim=1)
+        if ctx.reduction == "mean":
+            grad = grad / len(p_t)
+        grad_t = grad * a
+        row = grad_t if index is None else torch.addcmul(grad_t, grad * q, p_j)
+        if ctx.brier:  # p * (scale * p - row)
             scale = 2.0 * ctx.brier * grad
             row = row + scale * brier_shift
             grad_t = grad_t - scale * p_t
-            grad_logits = e.mul((scale * inv_total.square())[:, None]).sub_((row * inv_total)[:, None]).mul_(e)
+            grad_logits = p.mul(scale[:, None] if scale.ndim else scale).sub_(row[:, None]).mul_(p)
+        elif ctx.smoothing:  # alpha (e_t - 1/K) on top
+            grad_t = grad_t + ctx.smoothing * grad
+            offset = grad * (-ctx.smoothing / p.shape[1])
+            grad_logits = p.mul_((-row)[:, None]).add_(offset[:, None] if offset.ndim else offset)
         else:
-            grad_logits = e * (-row * inv_total)[:, None]
+            grad_logits = p.mul_((-row)[:, None])
         grad_logits.scatter_add_(1, targets[:, None], grad_t[:, None])
         if index is not None:
-            grad_logits.scatter_add_(1, index, grad_j[:, None] * weighted_p)
-        return grad_logits, None, None, None, None, None
+            grad_logits.scatter_add_(1, index, (grad * q)[:, None] * weighted_p)
+        return grad_logits, None, None, None, None, None, None, None

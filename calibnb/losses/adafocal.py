@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_int, check_probs_labels, check_real, to_numpy
-from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._common import check_logits_targets, check_reduction
 from calibnb.losses._fused import focal_family
 from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
 
@@ -101,7 +101,7 @@ def adafocal_loss(
         gamma = gammas[bin_index(p_t - p_j, edges)]
         return gamma.abs(), gamma < 0
 
-    return reduce(focal_family(logits, targets, rule, "largest" if base == "dual" else "none"), reduction)
+    return focal_family(logits, targets, rule, "largest" if base == "dual" else "none", reduction=reduction)
 
 
 def bin_index(statistic: Tensor, edges: Tensor) -> Tensor:
@@ -227,7 +227,7 @@ class CalFocalLoss(_ValidationBinned):
             level = p_t if self.case == 1 else confidences[b]
             return torch.exp(self.lam * (level - accuracies[b])).clamp_max(self.gamma_max), False
 
-        return reduce(focal_family(logits, targets, rule), self.reduction)
+        return focal_family(logits, targets, rule, reduction=self.reduction)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> None:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._common import check_logits_targets, check_reduction
 from calibnb.losses._fused import DUAL_CHOICES, dual_classes, focal_family
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
@@ -47,8 +47,8 @@ def dual_focal_loss(
     logits, targets = check_logits_targets(logits, targets)
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if isinstance(dual, float):
-        return reduce(focal_family(logits, targets, rule, offset=dual), reduction)
-    return reduce(focal_family(logits, targets, rule, dual), reduction)
+        return focal_family(logits, targets, rule, offset=dual, reduction=reduction)
+    return focal_family(logits, targets, rule, dual, reduction=reduction)
 
 
 def dual_focal_loss_sd(
@@ -68,7 +68,7 @@ def dual_focal_loss_sd(
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
     rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
-    return reduce(focal_family(logits, targets, rule, "largest"), reduction)
+    return focal_family(logits, targets, rule, "largest", reduction=reduction)
 
 
 def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tuple[Tensor, Tensor]:

@@ -39,7 +39,7 @@ def focal_calibration_loss(
     logits, targets = check_logits_targets(logits, targets)
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if norm == "l2":
-        return reduce(focal_family(logits, targets, rule, brier=lam), reduction)
+        return focal_family(logits, targets, rule, brier=lam, reduction=reduction)
     focal = focal_family(logits, targets, rule)
     # sum_k |p_k - y_k| = 2 (1 - p_t), computed as -2 expm1(log p_t)
     distance = -2.0 * torch.expm1(torch.log_softmax(logits, dim=1).gather(1, targets[:, None]).squeeze(1))

@@ -3,9 +3,9 @@
 Focal loss (Lin et al. 2017) as a calibration loss is the subject of Mukhoti et al. (2020,
 "Calibrating deep neural networks using focal loss", Eq. 1 and §5 for FLSD-53); inverse focal
 loss is Eq. 1 of Ghosh et al. (2022, AdaFocal). All are computed by
-:func:`calibnb.losses._fused.focal_family`: log-probabilities from ``log_softmax``, ``1 - p_t`` as
-``-expm1(log p_t)`` (exact when the softmax saturates), and a closed-form backward (no double
-backward).
+:func:`calibnb.losses._fused.focal_family`: one softmax, ``log p_t`` from it (from the row's
+``logsumexp`` where ``p_t`` underflows, so the loss stays finite and exact), and a closed-form
+backward (no double backward).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._common import check_logits_targets, check_reduction
 from calibnb.losses._fused import focal_family
 
 #: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
@@ -40,7 +40,7 @@ def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: s
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    return reduce(focal_family(logits, targets, lambda p_t, p_j: (gamma, False)), reduction)
+    return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction)
 
 
 def focal_loss_sd(
@@ -60,7 +60,7 @@ def focal_loss_sd(
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
     rule = lambda p_t, p_j: (scheduled_gamma(p_t, gammas, thresholds), False)  # noqa: E731
-    return reduce(focal_family(logits, targets, rule), reduction)
+    return focal_family(logits, targets, rule, reduction=reduction)
 
 
 def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, reduction: str = "mean") -> Tensor:
@@ -73,7 +73,7 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, redu
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    return reduce(focal_family(logits, targets, lambda p_t, p_j: (gamma, True)), reduction)
+    return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction)
 
 
 def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[Tensor, Tensor]:
