@@ -74,6 +74,10 @@ def dual_classes(logits: Tensor, targets: Tensor, dual: str, work: Tensor | None
             index = torch.arange(logits.shape[1], device=logits.device).expand_as(logits)
             weight = below.to(logits.dtype)
             return index, weight / weight.sum(1, keepdim=True).clamp_min(1)
+        if rank == 1:  # the paper's DFL: one search
+            score = torch.sub(logits, logits_t, out=work).reciprocal_()
+            value, index = row_argmin(score, scratch=score)
+            return index, value.lt(0).to(logits.dtype)
         values, indices = [], []
         for _ in range(min(rank, logits.shape[1])):
             score = torch.sub(logits, logits_t, out=work).reciprocal_()
