@@ -1,6 +1,7 @@
 """Focal temperature scaling: the vectorised grid equals the per-candidate computation."""
 
 import numpy as np
+import torch
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +15,13 @@ from calibnb.calibration import (
     focal_calibration_map,
     focal_softmax,
 )
-from calibnb.calibration._grid import FocalGrid, batched_ece
+from calibnb.calibration._grid import (
+    ROWS_PER_THREAD,
+    FocalGrid,
+    _focal_top_kernel,
+    batched_ece,
+    power_plan,
+)
 from calibnb.calibration.focal_map import log_focal_softmax
 from calibnb.metrics import ece, nll
 
@@ -26,6 +33,22 @@ def overconfident(seed: int, n: int = 1500, k: int = 10, scale: float = 2.0):
     u = rng.random(n)[:, None]
     y = (u > np.cumsum(softmax(z / scale, axis=1), axis=1)).sum(axis=1)
     return z, np.minimum(y, k - 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batched_ece_is_the_same_on_any_number_of_threads(threads):
+    """Blocks of rows go to threads (ROWS_PER_THREAD or more each); the rows do not interact."""
+    rng = np.random.default_rng(threads)
+    conf = rng.uniform(0.1, 1.0, size=(5 * ROWS_PER_THREAD + 3, 500))
+    correct = (rng.random(500) < 0.7).astype(float)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = batched_ece(conf, correct, 15, "mass")
+    finally:
+        torch.set_num_threads(before)
+    expected = [batched_ece(conf[i : i + 1], correct, 15, "mass")[0] for i in range(len(conf))]
+    np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize("binning", ["mass", "width"])
@@ -207,3 +230,25 @@ def test_selection_equals_the_exact_argmin_on_near_ties(seed, n, criterion):
                 if (gammas[g], temperatures[t]) == (fts.gamma_, fts.temperature_)]
     assert selected, "the selected candidate is not an exact minimiser"
     assert fts.gamma_ != 0.0 or np.argmin(fts.scores_) // temperatures.size != 2  # first of a tie
+
+
+def test_power_plan_marks_the_multiples_of_a_quarter():
+    """Seven of the paper's nine γ are k/4 (5 = 20/4); 0.05 and 0.37 keep their exponential."""
+    assert power_plan(PAPER_GAMMAS) == (-2, -1, None, 1, None, 2, 3, 4, 20)
+    assert power_plan([0.0, 0.3, 5.25, -0.75]) == (None, None, None, -3)
+
+
+@pytest.mark.parametrize("k", [10, 100])
+def test_shared_powers_equal_one_exponential_per_gamma(k):
+    """(1 - q)^(-γ) as a power of (1 - q)^(-1/4) agrees with exp(-γ log(1 - q)) to ~1e-14."""
+    rng = np.random.default_rng(k)
+    z, y = rng.normal(scale=4.0, size=(300, k)), rng.integers(0, k, 300)
+    grid = FocalGrid(z, y)
+    for temperature in (0.05, 0.7, 3.0):
+        t = torch.tensor(temperature, dtype=torch.float64)
+        g = torch.from_numpy(PAPER_GAMMAS.astype(np.float64))
+        args = (grid.h, grid.gap, grid.top, grid.y, t, g, grid.class_dim)
+        with_powers = _focal_top_kernel(*args, powers=power_plan(PAPER_GAMMAS))
+        exponentials = _focal_top_kernel(*args, powers=None)
+        for a, b in zip(with_powers, exponentials):
+            torch.testing.assert_close(a, b, rtol=2e-14, atol=1e-300)

@@ -8,15 +8,17 @@ search along the near-linear relation between the optimal T and γ: fit T for tw
 evaluations), draw the line through the two optima, and search m points along it (3m in all).
 
 Speed: the full paper grid is 4,500 candidates; on CIFAR-100-sized validation logits (5000, 100)
-that is 2.25e9 (sample, class, γ, T) evaluations of Eq. (1)'s weight, one float64 ``exp`` and
-one division each, which no reuse removes: every class enters the normaliser of the top-label
+that is 2.25e9 (sample, class, γ, T) evaluations of Eq. (1)'s weight, a power of ``1 − q`` and
+one division each (the powers shared across γ that are multiples of 1/4: seven of the nine),
+which no further reuse removes: every class enters the normaliser of the top-label
 confidence, and for K >= 3 that confidence is not a function of the pre-map top confidence
 alone (q = (0.6, 0.4, 0) and (0.6, 0.2, 0.2) map to 0.672 and 0.704 at γ = 1), so each candidate
 also needs its own sort for the equal-mass bins. :class:`._grid.FocalGrid` shares everything
 else: the temperature-free part of the softmax once, the γ-free terms once per T, only the top
-class and the label per γ. Large grids run through ``torch.compile``, whose one-off cost
-(seconds, paid by the first large fit of each Python process) ``bench/bench_calibration.py``
-reports separately from the fit.
+class and the label per γ; the equal-mass ECE of the candidates runs on two threads. Large
+grids run through ``torch.compile``, whose one-off cost (seconds, paid by the first large fit
+of each Python process) ``bench/bench_calibration.py`` reports separately from the fit: about
+6 s for the fit on the 2-core machine, 57x faster than the straightforward loop.
 """
 
 from __future__ import annotations
