@@ -250,7 +250,7 @@ class _FocalFamily(torch.autograd.Function):
             scale = 2.0 * ctx.brier * grad
             row = row + scale * brier_shift
             grad_t = grad_t - scale * p_t
-            grad_logits = p.mul(scale[:, None] if scale.ndim else scale).sub_(row[:, None]).mul_(p)
+            grad_logits = torch.addcmul((-row)[:, None], p, scale[:, None] if scale.ndim else scale).mul_(p)
         elif ctx.smoothing:  # alpha (e_t - 1/K) on top
             grad_t = grad_t + ctx.smoothing * grad
             offset = grad * (-ctx.smoothing / p.shape[1])
