@@ -145,7 +145,10 @@ class FocalGrid:
     def evaluate(self, temperature: float, gammas: np.ndarray):
         g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
         t = torch.tensor(float(temperature), dtype=torch.float64)
-        args = (self.h, self.gap, self.top, self.y, t, g, self.class_dim, power_plan(gammas))
+        # shared powers only in the compiled kernel: the eager one keeps the exact formulas of
+        # focal_softmax, so a small grid rounds ties between samples as the per-candidate loop does
+        powers = power_plan(gammas) if self.compiled else None
+        args = (self.h, self.gap, self.top, self.y, t, g, self.class_dim, powers)
         if self.compiled:
             conf, log_p_label = self.kernel(*args)
         else:
@@ -187,19 +190,16 @@ def _focal_top_kernel(h, gap, top, y, temperature, g, dim=1, powers=None, stages
     (N, K); 0: (K, N)).
     """
     terms, per_gamma = stages or (_temperature_terms, _gamma_sums)
-    q, log_1mq, d, log1p_s, log_m, label = terms(h, gap, temperature, y, dim)
-    return per_gamma(q, log_1mq, d, log1p_s, log_m, label, top, y, g, dim, powers or (None,) * len(g))
+    q, log_q, log_1mq, d, log1p_s, log_m = terms(h, gap, temperature, dim)
+    return per_gamma(q, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim, powers or (None,) * len(g))
 
 
-def _temperature_terms(h, gap, temperature, y, dim=1):
+def _temperature_terms(h, gap, temperature, dim=1):
     """The γ-free terms of Eq. (1) at one temperature; the top class enters through ``log m``.
 
     With ``s = Σ_{k≠top} exp((z_k − z_top) / T)``: ``log q_top = −log1p(s)`` and
     ``log m = log s − log1p(s)``, where ``log s = gap / T + log Σ exp(h / T)`` stays finite when
-    ``s`` underflows (the sum is at least 1: ``h`` is 0 at the second-largest logit). Returns
-    ``q``, ``log(1 − q)`` and ``d`` for every class, the per-sample ``log1p(s)`` and ``log m``,
-    and ``(log q, log(1 − q), d)`` of each sample's label, ``(N, 3)``: ``log q`` itself is not
-    kept for every class, which spares a compiler a write and a read of it per temperature.
+    ``s`` underflows (the sum is at least 1: ``h`` is 0 at the second-largest logit).
     """
     e = torch.exp(h / temperature)               # 0 at the top class
     log_s = gap / temperature + torch.log(e.sum(dim=dim))
@@ -209,16 +209,15 @@ def _temperature_terms(h, gap, temperature, y, dim=1):
     q = e * torch.exp(shift).unsqueeze(dim)
     log_1mq = torch.log1p(-q)
     d = 1.0 + torch.where(q > 0, q * log_q, 0.0) / (1.0 - q)   # 1 − x, x = −q log q / (1 − q)
-    pick = y.unsqueeze(dim)
-    label = torch.cat([torch.gather(a, dim, pick).reshape(-1, 1) for a in (log_q, log_1mq, d)], dim=1)
-    return q, log_1mq, d, log1p_s, log_s - log1p_s, label      # log m = log(1 − q_top)
+    return q, log_q, log_1mq, d, log1p_s, log_s - log1p_s      # log m = log(1 − q_top)
 
 
-def _gamma_sums(q, log_1mq, d, log1p_s, log_m, label, top, y, g, dim=1, powers=()):
+def _gamma_sums(q, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim=1, powers=()):
     """Top-class confidence and label log-probability, (N, n_gammas), from the γ-free terms.
 
-    ``powers`` is :func:`power_plan` of ``g``: γ with a power ``k`` take ``(1 − q)^(−γ)`` as
-    ``u^k``, the others as ``exp(−γ log(1 − q))``.
+    ``powers`` is :func:`power_plan` of ``g`` (or all None): γ with a power ``k`` take the
+    weight as ``q u^k / ((1 + γ) − γ d)``, the others as ``exp(log q − γ log(1 − q)) / (…)``,
+    the formula of :func:`calibnb.calibration.focal_map._log_focal_map`.
     """
     g_row = g[None, :]
     log_w_top = (-log1p_s[:, None] - g_row * log_m[:, None]
@@ -227,13 +226,14 @@ def _gamma_sums(q, log_1mq, d, log1p_s, log_m, label, top, y, g, dim=1, powers=(
     # one reduction over the classes per γ, which a compiler fuses into a single pass over the
     # γ-free terms (a quarter faster than one (N, n_gammas, K) reduction); eagerly, it keeps the
     # temporaries the size of the logits
-    w_sum = torch.stack([(q * (power(k) if k is not None else torch.exp(-g[i] * log_1mq))
+    w_sum = torch.stack([((q * power(k) if k is not None else torch.exp(log_q - g[i] * log_1mq))
                           / ((1.0 + g[i]) - g[i] * d)).sum(dim=dim)
                          for i, k in enumerate(powers)], dim=1)
     ratio = torch.exp(torch.log(w_sum) - log_w_top)            # Σ_{k≠top} w_k / w_top
     conf = 1.0 / (1.0 + ratio)
 
-    log_q_y, log_1mq_y, d_y = label[:, 0:1], label[:, 1:2], label[:, 2:3]
+    pick = y.unsqueeze(dim)
+    log_q_y, log_1mq_y, d_y = (torch.gather(a, dim, pick).reshape(-1, 1) for a in (log_q, log_1mq, d))
     log_w_y = log_q_y - g_row * log_1mq_y - torch.log((1.0 + g_row) - g_row * d_y)
     log_z = log_w_top + torch.log1p(ratio)      # log of the normaliser Σ_k w_k
     log_p_label = torch.where((y == top)[:, None], -torch.log1p(ratio), log_w_y - log_z)
