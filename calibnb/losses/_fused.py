@@ -1,4 +1,4 @@
-"""One fused forward and closed-form backward for the focal family, FCL and the Brier score.
+"""One fused forward and closed-form backward for the focal family, FCL, Brier and label smoothing.
 
 Every focal-type loss is a function of two numbers per sample, the target's log-probability
 ``l_t = log p_t`` and a *dual* probability ``p_j`` (0 for plain focal loss)::
@@ -15,16 +15,16 @@ DFL-SD, AdaFocal, CalFocal). Writing ``sigma = -1`` (focal) or ``+1`` (inverse) 
     dloss/dz = a e_t + q p_j e_j - (a + q p_j) p
              + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),   Q = sum_{k != t} p_k^2
 
-so the backward is one ``(N, K)`` pass over the softmax (three with the Brier term) plus two
-scatters, instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)``
+so the backward is one ``(N, K)`` pass over the softmax, written into it (two with the Brier
+term), plus two scatters, instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)``
 gather/``log_softmax`` backward that autograd would record. The forward is one call of
 ``torch.softmax``, whose fused kernel costs less on CPUs than a bare ``exp`` over the logits,
 and takes ``l_t = log p_t`` from it; where ``p_t`` falls below the smallest normal float (it has
 lost precision, or underflowed to 0), ``l_t = z_t - logsumexp(z)`` from that row's logits
 instead (a host synchronisation, like the input checks). ``h`` is computed as
 ``gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every ``gamma >= 0`` (where
-``l_t / B -> -1``); the value ``B^gamma`` is exact.
-Double backward is not supported (``once_differentiable``). Every formula here is checked
+``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction is done inside, so
+autograd records one node for the whole loss. Double backward is not supported (``once_differentiable``). Every formula here is checked
 against autograd through the plain definitions in ``tests/test_losses_fused.py``.
 """
 
