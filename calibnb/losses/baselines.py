@@ -46,9 +46,9 @@ def label_smoothing_loss(logits: Tensor, targets: Tensor, alpha: float = 0.05, r
 
     PyTorch's convention (``cross_entropy(label_smoothing=alpha)``): the ``alpha / K`` mass also
     goes to the true class. Computed as ``-log p_t + alpha (z_t - mean_k z_k)`` in the fused
-    focal family (:func:`calibnb.losses._fused.focal_family`), a quarter faster than PyTorch's. ``alpha = 0.05`` is the setting in Mukhoti
-    et al.'s tables; their code has no label smoothing, and the FCL code spreads
-    ``alpha / (K - 1)`` over the other classes instead.
+    focal family (:func:`calibnb.losses._fused.focal_family`), a quarter faster than PyTorch's.
+    ``alpha = 0.05`` is the setting in Mukhoti et al.'s tables; their code has no label
+    smoothing, and the FCL code spreads ``alpha / (K - 1)`` over the other classes instead.
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
     reduction = check_reduction(reduction)
@@ -141,7 +141,7 @@ class _MMCEOfConfidences(torch.autograd.Function):
         return grad * grad_r, None, None
 
 
-def argsort(values: Tensor) -> Tensor:
+def _argsort(values: Tensor) -> Tensor:
     """Indices that sort the 1-D ``values``; numpy's sort on the CPU, 2.5x faster there than
     ``torch.sort`` for a batch of confidences (``make bench``)."""
     if values.device.type == "cpu":
@@ -164,7 +164,7 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor
     n = correct.numel() - m
     if m == 0 or n == 0:
         return r.new_zeros(()), torch.zeros_like(r)
-    order = argsort(r)
+    order = _argsort(r)
     r, correct = r[order], correct[order]
     hit = correct.to(r.dtype)
     dv = (hit * (1.0 / n - 1.0 / m)).sub_(1.0 / n)  # dv/dr: -1/m (correct) or -1/n
