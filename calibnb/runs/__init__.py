@@ -3,7 +3,8 @@
 - :func:`execute` runs a text notebook with papermill parameters into a run folder;
 - :func:`sweep` expands a YAML grid and runs what is unfinished, in-process or via submitit;
 - :func:`load_results` reads every finished run into one pandas table, :func:`label_methods`
-  names their methods, :func:`select_by_validation` applies a sweep's hyper-parameter choice and
+  names their methods, :func:`select_by_validation` applies a sweep's hyper-parameter choice (:func:`select_runs`:
+  all three for one sweep file) and
   :func:`paired_verdict` judges a claim from per-seed differences;
 - :mod:`calibnb.runs.atomic` writes every artifact atomically.
 """
@@ -12,7 +13,7 @@ from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json,
 from .execute import code_version, execute, is_finished, run_training
 from .methods import FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict
 from .naming import EXECUTION_KEYS, identity, run_name
-from .results import METRICS, load_results, prune_unselected, select_by_validation
+from .results import METRICS, load_results, prune_unselected, select_by_validation, select_runs
 from .sweep import expand_grid, load_config, plan, sweep
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "save_npz",
     "prune_unselected",
     "select_by_validation",
+    "select_runs",
     "sweep",
     "write_json",
     "write_text",

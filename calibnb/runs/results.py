@@ -6,12 +6,15 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from .atomic import write_json
 from .execute import FINISHED_MARKER
+from .methods import label_methods
 from .naming import EXECUTION_KEYS
+from .sweep import load_config
 
 #: The test metrics every run reports, as fractions (DESIGN.md, ``metrics.json``).
 METRICS = ("ece", "adaece", "classwise_ece", "mce", "nll", "brier", "error", "smooth_ece")
@@ -93,6 +96,29 @@ def select_by_validation(
     best = means.loc[means.groupby(by, dropna=False)[metric].idxmin(), keys]
     selected = candidates.merge(best, on=keys, how="inner")
     return pd.concat([table[~tuned], selected], ignore_index=True)
+
+
+def select_runs(config: str | os.PathLike | dict) -> pd.DataFrame:
+    """The finished runs of a sweep in its selected settings, labelled, ready to tabulate.
+
+    :func:`load_results` of the sweep's ``out_root``, :func:`calibnb.runs.label_methods`, and
+    :func:`select_by_validation` with the sweep file's own ``select`` section (every run when it
+    has none), which is also what ``python -m calibnb prune`` keeps the test data of. Adds
+    ``row``: a tuned method's family name (one table row whatever setting the validation chose
+    in a regime), any other method's label. Raises ``ValueError`` if a selected run has no test
+    metrics (its test part pruned).
+    """
+    config = load_config(config)
+    table = label_methods(load_results(config["out_root"]))
+    rule = config.get("select")
+    selected = select_by_validation(table, **rule) if rule else table
+    without_test = selected.loc[selected["ece"].isna(), "run_dir"].tolist()
+    if without_test:
+        raise ValueError(f"selected runs without test metrics: {without_test}")
+    tuned = list((rule or {}).get("among") or [])
+    selected = selected.reset_index(drop=True)
+    selected["row"] = np.where(selected["loss"].isin(tuned), selected["family"], selected["method"])
+    return selected
 
 
 #: What a pruned run keeps of its ``metrics.json``: what the validation selection reads.
