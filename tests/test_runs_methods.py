@@ -67,3 +67,12 @@ def test_paired_verdict_needs_the_rounded_up_fraction():
     assert paired_verdict([-1] * 4 + [0.1, 0.1])[0] == "inconclusive"
     assert paired_verdict([-1] * 5 + [0.1])[0] == "holds"
     assert math.ceil(0.8 * 6) == 5
+
+
+def test_chance_levels_stated_in_the_results_chapter():
+    """results.md: under exchangeable methods each seed sides with a claim with probability 1/2,
+    so at least 4 of 5 do with probability 6/32, all 5 with 1/32, and 4 of 5 in two
+    independent regimes with about 0.035."""
+    at_least_4 = sum(math.comb(5, k) for k in (4, 5)) / 2**5
+    assert at_least_4 == 6 / 32 and math.comb(5, 5) / 2**5 == 1 / 32
+    assert round(at_least_4**2, 3) == 0.035
