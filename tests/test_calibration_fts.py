@@ -19,6 +19,7 @@ from calibnb.calibration._grid import (
     ROWS_PER_THREAD,
     FocalGrid,
     _focal_top_kernel,
+    _fused_top_kernel,
     batched_ece,
     power_plan,
 )
@@ -45,15 +46,18 @@ def test_batched_ece_is_the_same_on_any_number_of_threads(threads):
     torch.set_num_threads(threads)
     try:
         got = batched_ece(conf, correct, 15, "mass")
+        column_major = batched_ece(np.asfortranarray(conf), correct, 15, "mass")
     finally:
         torch.set_num_threads(before)
     expected = [batched_ece(conf[i : i + 1], correct, 15, "mass")[0] for i in range(len(conf))]
     np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(column_major, expected)
 
 
+@pytest.mark.parametrize("n_bins", [15, 300])  # bin indices counted in one byte, and in int64
 @pytest.mark.parametrize("binning", ["mass", "width"])
 @pytest.mark.parametrize("n", [7, 15, 16, 301, 1000])
-def test_batched_ece_equals_the_metric_for_every_candidate(binning, n):
+def test_batched_ece_equals_the_metric_for_every_candidate(binning, n, n_bins):
     rng = np.random.default_rng(n)
     z = rng.normal(scale=3.0, size=(n, 4))
     y = rng.integers(0, 4, n)
@@ -62,12 +66,12 @@ def test_batched_ece_equals_the_metric_for_every_candidate(binning, n):
     conf = np.stack([p.max(axis=1) for p in probs])
     correct = np.stack([p.argmax(axis=1) == y for p in probs]).astype(float)
     for i, p in enumerate(probs):
-        got = batched_ece(conf[i : i + 1], correct[i], 15, binning)[0]
-        assert got == ece(p, y, 15, binning)
+        got = batched_ece(conf[i : i + 1], correct[i], n_bins, binning)[0]
+        assert got == ece(p, y, n_bins, binning)
     same_correct = correct[:4].min(axis=0) == correct[:4].max(axis=0)
     if same_correct.all():  # the batch shares one correctness vector
-        np.testing.assert_array_equal(batched_ece(conf[:4], correct[0], 15, binning),
-                                      [ece(p, y, 15, binning) for p in probs[:4]])
+        np.testing.assert_array_equal(batched_ece(conf[:4], correct[0], n_bins, binning),
+                                      [ece(p, y, n_bins, binning) for p in probs[:4]])
 
 
 @pytest.mark.parametrize("criterion", ["ece", "nll"])
@@ -239,16 +243,20 @@ def test_power_plan_marks_the_multiples_of_a_quarter():
 
 
 @pytest.mark.parametrize("k", [10, 100])
-def test_shared_powers_equal_one_exponential_per_gamma(k):
-    """(1 - q)^(-γ) as a power of (1 - q)^(-1/4) agrees with exp(-γ log(1 - q)) to ~1e-14."""
+@pytest.mark.parametrize("gammas", [PAPER_GAMMAS, [-1.0, 0.25, 5.0], [0.05, 0.37]],
+                         ids=["paper", "powers-only", "no-powers"])
+def test_fused_kernel_equals_the_exact_kernel(k, gammas):
+    """The compiled path's formulas, run eagerly: the class terms recomputed in the γ pass and
+    (1 - q)^(-γ) as a power of (1 - q)^(-1/4) agree with one exponential per γ to ~1e-14."""
     rng = np.random.default_rng(k)
     z, y = rng.normal(scale=4.0, size=(300, k)), rng.integers(0, k, 300)
+    z[0] = 900.0 * np.eye(k)[0]  # a saturated row: m underflows
     grid = FocalGrid(z, y)
+    gammas = np.asarray(gammas, dtype=np.float64)
     for temperature in (0.05, 0.7, 3.0):
         t = torch.tensor(temperature, dtype=torch.float64)
-        g = torch.from_numpy(PAPER_GAMMAS.astype(np.float64))
-        args = (grid.h, grid.gap, grid.top, grid.y, t, g, grid.class_dim)
-        with_powers = _focal_top_kernel(*args, powers=power_plan(PAPER_GAMMAS))
-        exponentials = _focal_top_kernel(*args, powers=None)
-        for a, b in zip(with_powers, exponentials):
+        args = (grid.h, grid.gap, grid.top, grid.y, t, torch.from_numpy(gammas), grid.class_dim)
+        fused = _fused_top_kernel(*args, powers=power_plan(gammas))
+        exact = _focal_top_kernel(*args)
+        for a, b in zip(fused, exact):
             torch.testing.assert_close(a, b, rtol=2e-14, atol=1e-300)

@@ -3,8 +3,8 @@
 Scoring one candidate (γ, T) the straightforward way costs a softmax, the full focal map and a
 sort of the confidences. The grid reuses work instead:
 
-* per temperature, one pass computes the γ-free terms of Eq. (1) (``log q``, ``log(1 − q)``,
-  ``d``) for every class;
+* per temperature, the γ-free terms of Eq. (1) (``log q``, ``log(1 − q)``, ``d``) are computed
+  once for every class (in registers, not stored, in the compiled kernel);
 * the binned ECE and the NLL need only the top-class probability and the label's probability, so
   for each γ only the normaliser ``Σ_k w_k`` is summed over the classes, all γ at once;
 * the equal-mass ECE of a batch of candidates needs the order statistics at the bin splits (one
@@ -48,6 +48,7 @@ def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str
     GIL: two threads made it 2.4x faster on the 2-core machine); the result does not depend on
     the split.
     """
+    conf = np.ascontiguousarray(conf)  # sorting the rows of a column-major array is 2-3x slower
     workers = min(torch.get_num_threads(), conf.shape[0] // ROWS_PER_THREAD)
     if workers > 1:
         blocks = np.array_split(conf, workers)
@@ -70,10 +71,13 @@ def _batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: st
         interior = _mass_interior_edges(conf, n_bins)
     else:
         interior = np.broadcast_to(np.linspace(0.0, 1.0, n_bins + 1)[1:-1], (m, n_bins - 1))
-    bins = np.zeros((m, n), dtype=np.int64)
-    for b in range(n_bins - 1):  # searchsorted(edges, side="left"): the number of edges below
-        bins += conf > interior[:, b : b + 1]
-    cells = (bins + np.arange(m)[:, None] * n_bins).ravel()
+    # searchsorted(edges, side="left"): the number of edges below, counted in one byte per
+    # sample (a third of the time of an int64 count)
+    bins = np.zeros((m, n), dtype=np.uint8 if n_bins <= 256 else np.int64)
+    above = np.empty((m, n), dtype=bool)
+    for b in range(n_bins - 1):
+        bins += np.greater(conf, interior[:, b : b + 1], out=above)
+    cells = (bins + np.arange(0, m * n_bins, n_bins)[:, None]).ravel()
     conf_sum = np.bincount(cells, weights=conf.ravel(), minlength=m * n_bins)
     acc_sum = np.bincount(cells, weights=np.broadcast_to(correct, (m, n)).ravel(),
                           minlength=m * n_bins)
@@ -112,14 +116,15 @@ class FocalGrid:
     where such a tie straddles an equal-mass split the two binnings, and ECEs, then differ.
 
     Grids with more than ``COMPILE_ABOVE`` (sample, class, γ, T) evaluations run the kernel through
-    ``torch.compile``, which fuses it into one vectorised loop per stage (several times faster on
-    the CPU than eager PyTorch, which makes a pass over memory per operation); smaller ones run it
+    ``torch.compile`` in the form of :func:`_fused_top_kernel`, two vectorised loops over the
+    logits per temperature (several times faster on the CPU than eager PyTorch, which makes a
+    pass over memory per operation); smaller ones run :func:`_focal_top_kernel`
     eagerly, which skips the one-off compilation, on one thread: its many small element-wise
     operations ran up to 6× slower with two threads on the shared 2-core machine. The fused
     compiled kernel uses PyTorch's thread setting (``torch.set_num_threads``). The threshold
     sits between the paper's grid on 10 classes (5000 validation samples: 2.25e8 evaluations,
     about 6 s eagerly, against 4 s compiled plus 5–15 s of compilation in a fresh process, as
-    in every training run) and on 100 classes (2.25e9: 6 s compiled, over a minute eagerly).
+    in every training run) and on 100 classes (2.25e9: 4–5 s compiled, over a minute eagerly).
     """
 
     COMPILE_ABOVE = 1e9
@@ -145,12 +150,12 @@ class FocalGrid:
     def evaluate(self, temperature: float, gammas: np.ndarray):
         g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
         t = torch.tensor(float(temperature), dtype=torch.float64)
-        # shared powers only in the compiled kernel: the eager one keeps the exact formulas of
-        # focal_softmax, so a small grid rounds ties between samples as the per-candidate loop does
-        powers = power_plan(gammas) if self.compiled else None
-        args = (self.h, self.gap, self.top, self.y, t, g, self.class_dim, powers)
+        args = (self.h, self.gap, self.top, self.y, t, g, self.class_dim)
         if self.compiled:
-            conf, log_p_label = self.kernel(*args)
+            # shared powers only in the compiled kernel: the eager one keeps the exact formulas
+            # of focal_softmax, so a small grid rounds ties between samples as the
+            # per-candidate loop does
+            conf, log_p_label = self.kernel(*args, powers=power_plan(gammas))
         else:
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
@@ -180,61 +185,119 @@ def power_plan(gammas) -> tuple:
 POWER_STEP, MAX_POWER = 0.25, 20
 
 
-def _focal_top_kernel(h, gap, top, y, temperature, g, dim=1, powers=None, stages=None):
+def _focal_top_kernel(h, gap, top, y, temperature, g, dim=1):
     """``(conf, log_p_label)`` of shape (N, n_gammas) for one temperature (see ``FocalGrid``).
 
     The formulas of :func:`calibnb.calibration.focal_map._log_focal_map`, restricted to what the
-    criteria need: the top class's weight and the normaliser summed over the other classes. Two
-    stages, so that a compiler materialises the γ-free terms instead of recomputing them per γ;
-    the second sums over the classes once per γ. ``dim`` is the class axis of ``h`` (1: ``h`` is
-    (N, K); 0: (K, N)).
+    criteria need: the top class's weight and the normaliser summed over the other classes, one
+    exponential per γ and class. The γ-free terms are computed once, then summed over the
+    classes once per γ. ``dim`` is the class axis of ``h`` (1: ``h`` is (N, K); 0: (K, N)).
     """
-    terms, per_gamma = stages or (_temperature_terms, _gamma_sums)
-    q, log_q, log_1mq, d, log1p_s, log_m = terms(h, gap, temperature, dim)
-    return per_gamma(q, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim, powers or (None,) * len(g))
+    q, log_q, log_1mq, d, log1p_s, log_m = _temperature_terms(h, gap, temperature, dim)
+    w_sum = _weight_sums(q, log_q, log_1mq, d, None, g, (None,) * len(g), dim)
+    return _confidence_and_label(w_sum, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim)
 
 
-def _temperature_terms(h, gap, temperature, dim=1):
-    """The γ-free terms of Eq. (1) at one temperature; the top class enters through ``log m``.
+def _fused_top_kernel(h, gap, top, y, temperature, g, dim=1, powers=(), stages=None):
+    """:func:`_focal_top_kernel` in two passes over the logits, for a compiler to fuse.
+
+    The first pass writes ``e = exp(h / T)`` and sums it for the row terms; the second computes
+    every class's other γ-free terms in registers and accumulates all the γ sums, so ``e`` is
+    the only (N, K) array written per temperature (writing the four γ-free terms costs more
+    than computing them). The γ with a :func:`power_plan` power ``k`` take ``(1 − q)^(−γ)`` as
+    ``u^k`` with ``u = (1 − q)^(−1/4) = 1 / sqrt(sqrt(1 − q))`` (two square roots, cheaper than
+    ``exp`` and ``log1p``); ``log(1 − q)`` is computed only if some γ has no power.
+    Transcendental functions are most of the cost: per class, ``exp`` for ``e``, and ``log`` and
+    one ``exp`` per γ without a power. ``stages`` are the two passes, compiled
+    (:func:`_compiled_kernel`) or, by default, eager.
+    """
+    row_pass, class_pass = stages or (_row_terms, _fused_gamma_sums)
+    e, shift, log1p_s, log_m = row_pass(h, gap, temperature, dim)
+    return class_pass(e, h, shift, log1p_s, log_m, top, y, temperature, g, dim, powers)
+
+
+def _row_terms(h, gap, temperature, dim=1):
+    """``e = exp(h / T)``, ``shift`` (the log-probability of the second-largest class),
+    ``log1p(s)`` and ``log m = log(1 − q_top)``.
 
     With ``s = Σ_{k≠top} exp((z_k − z_top) / T)``: ``log q_top = −log1p(s)`` and
-    ``log m = log s − log1p(s)``, where ``log s = gap / T + log Σ exp(h / T)`` stays finite when
-    ``s`` underflows (the sum is at least 1: ``h`` is 0 at the second-largest logit).
+    ``log m = log s − log1p(s)``, where ``log s = gap / T + log Σ e`` stays finite when ``s``
+    underflows (the sum is at least 1: ``h`` is 0 at the second-largest logit).
     """
     e = torch.exp(h / temperature)               # 0 at the top class
     log_s = gap / temperature + torch.log(e.sum(dim=dim))
     log1p_s = torch.log1p(torch.exp(log_s))
-    shift = gap / temperature - log1p_s          # log q of the second-largest class
-    log_q = h / temperature + shift.unsqueeze(dim)  # the non-top classes; -inf at the top
-    q = e * torch.exp(shift).unsqueeze(dim)
-    log_1mq = torch.log1p(-q)
-    d = 1.0 + torch.where(q > 0, q * log_q, 0.0) / (1.0 - q)   # 1 − x, x = −q log q / (1 − q)
-    return q, log_q, log_1mq, d, log1p_s, log_s - log1p_s      # log m = log(1 − q_top)
+    return e, gap / temperature - log1p_s, log1p_s, log_s - log1p_s
 
 
-def _gamma_sums(q, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim=1, powers=()):
-    """Top-class confidence and label log-probability, (N, n_gammas), from the γ-free terms.
+def _temperature_terms(h, gap, temperature, dim=1):
+    """The γ-free terms of Eq. (1) at one temperature, for every class (see :func:`_row_terms`)."""
+    e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
+    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
+    return q, log_q, torch.log1p(-q), _d_of(q, log_q), log1p_s, log_m
 
-    ``powers`` is :func:`power_plan` of ``g`` (or all None): γ with a power ``k`` take the
-    weight as ``q u^k / ((1 + γ) − γ d)``, the others as ``exp(log q − γ log(1 − q)) / (…)``,
-    the formula of :func:`calibnb.calibration.focal_map._log_focal_map`.
+
+def _log_q_and_q(e, h, shift, temperature, dim):
+    """``log q`` and ``q`` of the non-top classes (``-inf`` and 0 at the top class)."""
+    return h / temperature + shift.unsqueeze(dim), e * torch.exp(shift).unsqueeze(dim)
+
+
+def _fused_gamma_sums(e, h, shift, log1p_s, log_m, top, y, temperature, g, dim=1, powers=()):
+    """The second pass of :func:`_fused_top_kernel`: the class terms, then all γ sums."""
+    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
+    # log(1 − q) for the γ without a power: 1 − q is exact to 2^-54 for q <= 1/2 (every class
+    # but the top), so log is as accurate here as log1p, at two thirds of its cost
+    log_1mq = torch.log(1.0 - q) if None in powers else None
+    u = torch.rsqrt(torch.sqrt(1.0 - q)) if any(k is not None for k in powers) else None
+    w_sum = _weight_sums(q, log_q, log_1mq, _d_of(q, log_q), u, g, powers, dim)
+    log_q_y = torch.gather(h, dim, y.unsqueeze(dim)).reshape(-1, 1) / temperature + shift[:, None]
+    q_y = torch.exp(log_q_y)
+    return _confidence_and_label(w_sum, log_q_y, torch.log1p(-q_y), _d_of(q_y, log_q_y),
+                                 log1p_s, log_m, top, y, g, dim=None)
+
+
+def _d_of(q, log_q):
+    """``d = 1 − x = 1 + q log q / (1 − q)`` of Eq. (1) (1 at ``q = 0``, where ``log q = −inf``)."""
+    return 1.0 + torch.where(q > 0, q * log_q, 0.0) / (1.0 - q)
+
+
+def _weight_sums(q, log_q, log_1mq, d, u, g, powers, dim):
+    """``Σ_{k≠top} w_k`` (N, n_gammas), ``w = q (1 − q)^(−γ) / ((1 + γ) − γ d)``.
+
+    γ with a power ``k`` (:func:`power_plan`) take ``(1 − q)^(−γ) = u^k``, the others
+    ``exp(log q − γ log(1 − q))``. One reduction over the classes per γ, which a compiler fuses
+    into a single pass (a quarter faster than one (N, n_gammas, K) reduction); eagerly, it keeps
+    the temporaries the size of the logits.
+    """
+    power = _powers_of(u) if u is not None else None
+    sums = []
+    for i, k in enumerate(powers):
+        denominator = (1.0 + g[i]) - g[i] * d
+        if k is None:
+            weight = torch.exp(log_q - g[i] * log_1mq) / denominator
+        elif k > 0:
+            weight = q * power(k) / denominator
+        else:
+            weight = q / (denominator * power(-k))
+        sums.append(weight.sum(dim=dim))
+    return torch.stack(sums, dim=1)
+
+
+def _confidence_and_label(w_sum, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim):
+    """Top-class confidence and label log-probability (N, n_gammas) from the sums ``w_sum``.
+
+    ``log_q``, ``log_1mq`` and ``d`` are the γ-free terms of every class (``dim`` their class
+    axis), from which the label's are picked, or already the label's, (N, 1), with ``dim=None``.
     """
     g_row = g[None, :]
     log_w_top = (-log1p_s[:, None] - g_row * log_m[:, None]
                  - _log_denominator(g_row, _log_d_top(log_m)[:, None]))
-    power = _powers_of(torch.exp(-POWER_STEP * log_1mq)) if any(k is not None for k in powers) else None
-    # one reduction over the classes per γ, which a compiler fuses into a single pass over the
-    # γ-free terms (a quarter faster than one (N, n_gammas, K) reduction); eagerly, it keeps the
-    # temporaries the size of the logits
-    w_sum = torch.stack([((q * power(k) if k is not None else torch.exp(log_q - g[i] * log_1mq))
-                          / ((1.0 + g[i]) - g[i] * d)).sum(dim=dim)
-                         for i, k in enumerate(powers)], dim=1)
     ratio = torch.exp(torch.log(w_sum) - log_w_top)            # Σ_{k≠top} w_k / w_top
     conf = 1.0 / (1.0 + ratio)
-
-    pick = y.unsqueeze(dim)
-    log_q_y, log_1mq_y, d_y = (torch.gather(a, dim, pick).reshape(-1, 1) for a in (log_q, log_1mq, d))
-    log_w_y = log_q_y - g_row * log_1mq_y - torch.log((1.0 + g_row) - g_row * d_y)
+    if dim is not None:
+        pick = y.unsqueeze(dim)
+        log_q, log_1mq, d = (torch.gather(a, dim, pick).reshape(-1, 1) for a in (log_q, log_1mq, d))
+    log_w_y = log_q - g_row * log_1mq - torch.log((1.0 + g_row) - g_row * d)
     log_z = log_w_top + torch.log1p(ratio)      # log of the normaliser Σ_k w_k
     log_p_label = torch.where((y == top)[:, None], -torch.log1p(ratio), log_w_y - log_z)
     return conf, log_p_label
@@ -274,8 +337,8 @@ def _log_d_top(log_m: torch.Tensor) -> torch.Tensor:
 @functools.cache
 def _compiled_kernel():
     # Symbolic shapes: one compilation serves every N and K of a class layout (static shapes were
-    # at most 4% faster here); the per-γ sums specialise on the number of γ (9 for the paper's
-    # grid, 2 and 1 for the line search), each compiled once per process.
-    stages = (torch.compile(_temperature_terms, dynamic=True),
-              torch.compile(_gamma_sums, dynamic=True))
-    return functools.partial(_focal_top_kernel, stages=stages)
+    # at most 4% faster here); the class pass specialises on the γ grid's powers (the paper's
+    # grid, and its two and one γ of the line search), each compiled once per process.
+    stages = (torch.compile(_row_terms, dynamic=True),
+              torch.compile(_fused_gamma_sums, dynamic=True))
+    return functools.partial(_fused_top_kernel, stages=stages)
