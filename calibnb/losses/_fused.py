@@ -15,17 +15,25 @@ DFL-SD, AdaFocal, CalFocal). Writing ``sigma = -1`` (focal) or ``+1`` (inverse) 
     dloss/dz = a e_t + q p_j e_j - (a + q p_j) p
              + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),   Q = sum_{k != t} p_k^2
 
-so the backward is one ``(N, K)`` pass over the softmax, written into it (two with the Brier
-term), plus two scatters, instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)``
-gather/``log_softmax`` backward that autograd would record. The forward is one call of
-``torch.softmax``, whose fused kernel costs less on CPUs than a bare ``exp`` over the logits,
-and takes ``l_t = log p_t`` from it; where ``p_t`` falls below the smallest normal float (it has
-lost precision, or underflowed to 0), ``l_t = z_t - logsumexp(z)`` from that row's logits
-instead (a host synchronisation, like the input checks). ``h`` is computed as
-``gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every ``gamma >= 0`` (where
-``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction is done inside, so
-autograd records one node for the whole loss. Double backward is not supported (``once_differentiable``). Every formula here is checked
-against autograd through the plain definitions in ``tests/test_losses_fused.py``.
+The forward keeps the three per-sample coefficients, of ``p``, of ``e_t`` and of the dual
+classes ``e_j``, so the backward is one ``(N, K)`` pass over the softmax, written into it (two
+with the Brier term), two scatters and a few ``(N, 1)`` products with the incoming gradient,
+instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)`` gather/``log_softmax``
+backward that autograd would record. The forward is one call of ``torch.softmax``, whose fused
+kernel costs less on CPUs than a bare ``exp`` over the logits, and takes ``l_t = log p_t`` from
+it; where ``p_t`` falls below the smallest normal float (it has lost precision, or underflowed
+to 0), ``l_t = z_t - logsumexp(z)`` from that row's logits instead (a host synchronisation,
+like the input checks). With a number ``gamma``, ``h = gamma B^(gamma-1) l_t``; with
+per-sample gammas, ``h = gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every
+``gamma >= 0`` (where ``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction
+is done inside, so autograd records one node for the whole loss.
+
+At the batch sizes of training, the fixed cost of each PyTorch call (a few microseconds, more
+when a Python number must be wrapped as a tensor) is a third of a loss's time on a CPU, so the
+per-sample terms are kept ``(N, 1)`` (no reshaping calls), and numbers are read with
+``.item()`` rather than compared as tensors. Double backward is not supported
+(``once_differentiable``). Every formula here is checked against autograd through the plain
+definitions in ``tests/test_losses_fused.py``.
 """
 
 from __future__ import annotations
@@ -125,10 +133,10 @@ def _row_extremum(score: Tensor, largest: bool, scratch: Tensor | None) -> tuple
         scratch = torch.empty(score.shape, dtype=dtype, device=score.device)
     indicator = torch.eq(score, value, out=scratch)  # 1.0 at the extremum (a float comparison:
     # a boolean result is several times slower to write on CPUs)
-    index = (indicator @ _class_weights(k, dtype, score.device)).sub_(k).long()[:, None]
-    lowest, highest = index.aminmax()
-    if lowest < 0 or highest >= k:  # ties
-        unclear = ((index < 0) | (index >= k)).nonzero()[:, 0]
+    code = indicator @ _class_weights(k, dtype, score.device)  # K + index, or >= 2K for a tie
+    index = code.sub_(k).long()[:, None]
+    if code.max().item() >= k:  # ties (a host synchronisation)
+        unclear = (index >= k).nonzero()[:, 0]
         index[unclear] = indicator[unclear].argmax(dim=1, keepdim=True)
     return value, index
 
@@ -165,8 +173,9 @@ def focal_family(
 
 
 def log_target_probability(logits: Tensor, targets: Tensor, p_t: Tensor) -> Tensor:
-    """``log p_t`` ``(N,)`` from the softmax's ``p_t``, exact also where ``p_t`` is subnormal or 0.
+    """``log p_t`` from the softmax's ``p_t``, exact also where ``p_t`` is subnormal or 0.
 
+    ``targets`` and ``p_t`` are ``(N,)`` or ``(N, 1)``; the result has ``p_t``'s shape.
     ``log(p_t)`` carries ``p_t``'s relative precision while ``p_t`` is a normal float; below
     that, the few rows concerned take ``z_t - logsumexp(z)`` from their logits (what
     ``log_softmax`` computes), so a sample the network gets confidently wrong keeps a finite,
@@ -174,68 +183,102 @@ def log_target_probability(logits: Tensor, targets: Tensor, p_t: Tensor) -> Tens
     """
     logp_t = p_t.log()
     tiny = torch.finfo(p_t.dtype).tiny
-    if p_t.amin() < tiny:
-        low = (p_t < tiny).nonzero()[:, 0]
+    if p_t.min().item() < tiny:  # a host synchronisation, like the input checks
+        low = (p_t.view(-1) < tiny).nonzero()[:, 0]
         rows = logits[low]
-        logp_t[low] = rows.gather(1, targets[low, None])[:, 0] - rows.logsumexp(dim=1)
+        exact = rows.gather(1, targets.view(-1, 1)[low])[:, 0] - rows.logsumexp(dim=1)
+        logp_t.view(-1)[low] = exact
     return logp_t
 
 
+def _focal_terms(rule: GammaRule, p_t: Tensor, p_j: "Tensor | float", logp_t: Tensor):
+    """``(-loss, ma, q)`` of the focal term, each ``(N, 1)``: ``ma = -dloss/dl_t``, ``q = dloss/dp_j``.
+
+    ``q`` is None when gamma is 0 everywhere (cross-entropy, ``ma = 1``). With a number gamma
+    the chain has fewer steps: ``h = gamma B^(gamma-1) l_t`` directly (finite at ``B = 0`` for
+    ``gamma >= 1``; below that, ``B^(gamma-1)`` is set to 0 where ``B = 0``, where ``l_t = 0``).
+    """
+    gamma, inverse = rule(p_t, p_j)
+    if not isinstance(gamma, Tensor) and not isinstance(inverse, Tensor):
+        if gamma == 0:
+            return logp_t, 1.0, None
+        if isinstance(p_j, Tensor):
+            base = (torch.sub(p_t, p_j) if inverse else torch.sub(p_j, p_t)).add_(1.0)
+        else:
+            base = torch.add(p_t, 1.0 - p_j) if inverse else torch.rsub(p_t, 1.0 + p_j)
+        weight_t = base.pow(gamma)
+        slope = base.pow(gamma - 1.0)  # B^(gamma - 1)
+        if gamma < 1:
+            slope = torch.where(base > 0, slope, 0.0)
+        q = slope.mul_(logp_t).mul_(gamma if inverse else -gamma)  # sigma h
+    else:
+        focal_base = (1.0 - p_t).add_(p_j) if isinstance(p_j, Tensor) else 1.0 + p_j - p_t
+        if isinstance(inverse, Tensor):
+            base = torch.where(inverse, (1.0 + p_t).sub_(p_j), focal_base)
+            sigma = inverse.to(p_t.dtype).mul_(2.0).sub_(1.0)
+        else:
+            base = (1.0 + p_t).sub_(p_j) if inverse else focal_base
+            sigma = 1.0 if inverse else -1.0
+        weight_t = base.pow(gamma)
+        # sigma h with h = gamma B^gamma (l_t / B); at B = 0 (p_t = 1, l_t = 0) the term is 0
+        q = torch.where(base > 0, logp_t / base, 0.0).mul_(weight_t).mul_(gamma).mul_(sigma)
+    ma = torch.addcmul(weight_t, p_t, q)  # B^gamma + sigma p_t h
+    return weight_t.mul_(logp_t), ma, q
+
+
 class _FocalFamily(torch.autograd.Function):
+    """The forward keeps, per sample, the coefficients of the gradient in ``p``, ``e_t`` and
+    the dual classes, so the backward is a few multiplications by the incoming gradient."""
+
     @staticmethod
     def forward(
         ctx, logits: Tensor, targets: Tensor, rule: GammaRule | None, dual: str, brier: float, offset: float,
         smoothing: float, reduction: str,
     ) -> Tensor:
+        t = targets.unsqueeze(1)
         if dual != "none":
             index, weight = dual_classes(logits, targets, dual)
         p = torch.softmax(logits, dim=1)  # the backward writes the gradient into it
-        t = targets[:, None]
-        p_t = p.gather(1, t)[:, 0]
-        logp_t = log_target_probability(logits, targets, p_t)
+        p_t = p.gather(1, t)
+        logp_t = log_target_probability(logits, t, p_t)
         if dual == "none":
             index = weighted_p = None
             p_j = offset
         else:
             weighted_p = weight.mul_(p.gather(1, index))
-            p_j = weighted_p.sum(1) if weighted_p.shape[1] > 1 else weighted_p[:, 0]
+            p_j = weighted_p.sum(1, keepdim=True) if weighted_p.shape[1] > 1 else weighted_p
         if rule is None:
-            loss = a = q = torch.zeros_like(p_t)
+            minus_loss, ma, q = None, 0.0, None
         else:
-            gamma, inverse = rule(p_t, p_j)
-            focal_base = (1.0 - p_t).add_(p_j) if isinstance(p_j, Tensor) else 1.0 + offset - p_t
-            if isinstance(inverse, Tensor):
-                base = torch.where(inverse, (1.0 + p_t).sub_(p_j), focal_base)
-                sigma = inverse.to(p_t.dtype).mul_(2.0).sub_(1.0)
-            else:
-                base = (1.0 + p_t).sub_(p_j) if inverse else focal_base
-                sigma = 1.0 if inverse else -1.0
-            weight_t = base.pow(gamma)
-            # sigma h with h = gamma B^gamma (l_t / B); at B = 0 (p_t = 1, l_t = 0) the term is 0
-            q = torch.where(base > 0, logp_t / base, 0.0).mul_(weight_t).mul_(gamma).mul_(sigma)
-            a = torch.addcmul(weight_t, p_t, q).neg_()  # -B^gamma - sigma p_t h
-            loss = weight_t.mul_(logp_t).neg_()
-        brier_shift = None
-        if brier:
-            others = torch.linalg.vecdot(p.scatter_(1, t, 0.0), p)  # sum_{k != t} p_k^2, exactly
-            p.scatter_(1, t, p_t[:, None])
+            minus_loss, ma, q = _focal_terms(rule, p_t, p_j, logp_t)
+        if q is None:  # no gradient through p_j
+            index = None
+        # dloss/dz = row p - ma e_t + q sum_c w_c p_c e_c (+ the Brier and smoothing terms)
+        row = ma if index is None else torch.addcmul(ma, q, p_j, value=-1.0)
+        at_target = -ma
+        loss = minus_loss.neg() if minus_loss is not None else torch.zeros_like(p_t)
+        if brier:  # + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),  Q = sum_{k != t} p_k^2
+            others = torch.linalg.vector_norm(p.scatter_(1, t, 0.0), dim=1, keepdim=True).square_()  # Q
+            p.scatter_(1, t, p_t)
             one_minus_p_t = 1.0 - p_t
-            loss = loss + brier * (others + one_minus_p_t.square())
-            brier_shift = others.sub_(p_t * one_minus_p_t)  # sum_k p_k (p_k - y_k), without cancellation
-        if smoothing:
-            loss = loss + smoothing * (logits.gather(1, t)[:, 0] - logits.mean(dim=1))
+            loss = loss.add_(others + one_minus_p_t.square(), alpha=brier)
+            row = others.sub_(p_t * one_minus_p_t).mul_(-2.0 * brier).add_(row)
+            at_target = torch.add(at_target, p_t, alpha=-2.0 * brier)
+        if smoothing:  # + alpha (e_t - 1/K)
+            loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
+            at_target = at_target + smoothing
         ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
         ctx.softmax = p  # an attribute, not saved: the backward may write into it
-        ctx.save_for_backward(logits, targets, p_t, p_j if index is not None else None, a, q, index,
-                              weighted_p, brier_shift)
+        at_dual = None if index is None else q * weighted_p
+        ctx.save_for_backward(logits, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
         if reduction == "mean":
             return loss.mean()
-        return loss.sum() if reduction == "sum" else loss
+        return loss.sum() if reduction == "sum" else loss.view(-1)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        logits, targets, p_t, p_j, a, q, index, weighted_p, brier_shift = ctx.saved_tensors
+        logits, t, row, at_target, index, at_dual = ctx.saved_tensors
         # the first backward writes the gradient into the forward's softmax (on CPUs a fresh
         # (N, K) buffer costs more in page faults than the arithmetic); a second backward
         # (retain_graph=True) finds it gone and recomputes it
@@ -243,21 +286,32 @@ class _FocalFamily(torch.autograd.Function):
         if p is None:
             p = torch.softmax(logits, dim=1)
         if ctx.reduction == "mean":
-            grad = grad / len(p_t)
-        grad_t = grad * a
-        row = grad_t if index is None else torch.addcmul(grad_t, grad * q, p_j)
-        if ctx.brier:  # p * (scale * p - row)
-            scale = 2.0 * ctx.brier * grad
-            row = row + scale * brier_shift
-            grad_t = grad_t - scale * p_t
-            grad_logits = torch.addcmul((-row)[:, None], p, scale[:, None] if scale.ndim else scale).mul_(p)
-        elif ctx.smoothing:  # alpha (e_t - 1/K) on top
-            grad_t = grad_t + ctx.smoothing * grad
-            offset = grad * (-ctx.smoothing / p.shape[1])
-            grad_logits = p.mul_((-row)[:, None]).add_(offset[:, None] if offset.ndim else offset)
+            grad = grad.div(len(t))
+        elif ctx.reduction == "none":
+            grad = grad.view(-1, 1)
+        if ctx.brier:  # p * (row grad + 2 lam grad p)
+            grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad))
         else:
-            grad_logits = p.mul_((-row)[:, None])
-        grad_logits.scatter_add_(1, targets[:, None], grad_t[:, None])
+            grad_logits = p.mul_(row * grad)
+        if ctx.smoothing:
+            grad_logits.sub_(grad * (ctx.smoothing / p.shape[1]))
+        grad_logits.scatter_add_(1, t, at_target * grad)
         if index is not None:
-            grad_logits.scatter_add_(1, index, (grad * q)[:, None] * weighted_p)
+            grad_logits.scatter_add_(1, index, at_dual * grad)
         return grad_logits, None, None, None, None, None, None, None
+
+
+def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor) -> Tensor:
+    """``row + scale * p`` as a new tensor like ``p``; ``scale`` is 0-dim or ``(N, 1)``.
+
+    A 0-dim ``scale`` on the CPU is read as a number (free there) for ``torch.add(alpha=)``:
+    ``addcmul`` with a broadcast tensor took 4x as long on (4096, 100).
+    """
+    if scale.ndim == 0 and scale.device.type == "cpu":
+        return torch.add(row, p, alpha=scale.item())
+    return torch.add(row, p * scale)
+
+
+def _as_tensor(value: "Tensor | float", like: Tensor) -> Tensor:
+    """A per-sample coefficient as an ``(N, 1)`` tensor (``value`` may be a number)."""
+    return value if isinstance(value, Tensor) else torch.full_like(like, value)
