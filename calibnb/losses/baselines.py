@@ -7,6 +7,8 @@ their table.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -16,7 +18,6 @@ from calibnb._validation import check_real
 from calibnb.losses._common import (
     check_logits_targets,
     check_reduction,
-    reduce,
 )
 from calibnb.losses._fused import focal_family, log_target_probability, row_argmax
 
@@ -77,35 +78,44 @@ def mmce_loss(
     width = check_real(width, "width", minimum=0.01)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets)
-    ce, mmce = _CrossEntropyAndMMCE.apply(logits, targets, width)
-    penalty = lam * mmce
-    if reduction == "none":
-        return ce + penalty
-    return reduce(ce, reduction) + penalty * (len(ce) if reduction == "sum" else 1)
+    return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction)
 
 
-class _CrossEntropyAndMMCE(torch.autograd.Function):
-    """Per-sample cross-entropy ``(N,)`` and the batch's ``MMCE_w``, with a closed-form backward."""
+class _CrossEntropyPlusMMCE(torch.autograd.Function):
+    """Cross-entropy plus ``lam`` MMCE_w, reduced, with a closed-form backward written into the
+    forward's softmax: ``dL/dz = g_ce (p - e_t) + g_mmce lam dMMCE_w/dr_i r_i (e_max - p)``."""
 
     @staticmethod
-    def forward(ctx, logits: Tensor, targets: Tensor, width: float) -> tuple[Tensor, Tensor]:
+    def forward(ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str) -> Tensor:
         _, predicted = row_argmax(logits)
         p = torch.softmax(logits, dim=1)
-        r = p.gather(1, predicted).squeeze_(1)  # the top-label confidence
-        ce = log_target_probability(logits, targets, p.gather(1, targets[:, None]).squeeze(1)).neg_()
-        mmce, grad_r = mmce_with_gradient(r, predicted.squeeze(1) == targets, width)
-        ctx.save_for_backward(p, r, targets, predicted, grad_r)
-        return ce, mmce
+        t = targets.unsqueeze(1)
+        r = p.gather(1, predicted)  # the top-label confidence
+        ce = log_target_probability(logits, t, p.gather(1, t)).neg_()
+        mmce, grad_r = mmce_with_gradient(r.view(-1), predicted.view(-1) == targets, width)
+        penalty = lam * mmce
+        ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, p
+        ctx.save_for_backward(logits, torch.cat([t, predicted], dim=1), grad_r.view(-1, 1).mul_(r))
+        if reduction == "none":
+            return ce.view(-1).add(penalty)
+        return ce.mean().add(penalty) if reduction == "mean" else ce.sum().add(penalty * len(ce))
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_ce: Tensor, grad_mmce: Tensor):
-        p, r, targets, predicted, grad_r = ctx.saved_tensors
-        through_r = grad_mmce * grad_r * r  # d/dz of r_i is r_i (e_max - p)
-        grad_logits = p * (grad_ce - through_r)[:, None]
-        grad_logits.scatter_add_(1, targets[:, None], -grad_ce[:, None])
-        grad_logits.scatter_add_(1, predicted, through_r[:, None])
-        return grad_logits, None, None
+    def backward(ctx, grad: Tensor):
+        logits, classes, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
+        p, ctx.softmax = ctx.softmax, None  # recomputed by a second backward (retain_graph=True)
+        if p is None:
+            p = torch.softmax(logits, dim=1)
+        n = len(through_r)
+        if ctx.reduction == "none":
+            grad_ce, grad_mmce = grad.view(-1, 1), grad.sum() * ctx.lam
+        else:
+            grad_ce = (grad / n if ctx.reduction == "mean" else grad).expand(n, 1)
+            grad_mmce = grad * (ctx.lam if ctx.reduction == "mean" else ctx.lam * n)
+        through_r = through_r * grad_mmce
+        grad_logits = p.mul_(grad_ce - through_r)
+        return grad_logits.scatter_add_(1, classes, torch.cat([grad_ce.neg(), through_r], dim=1)), None, None, None, None
 
 
 def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
@@ -132,7 +142,7 @@ class _MMCEOfConfidences(torch.autograd.Function):
     def forward(ctx, r: Tensor, correct: Tensor, width: float) -> Tensor:
         mmce, grad_r = mmce_with_gradient(r, correct, width)
         ctx.save_for_backward(grad_r)
-        return mmce
+        return r.new_tensor(mmce)
 
     @staticmethod
     @once_differentiable
@@ -149,8 +159,9 @@ def _argsort(values: Tensor) -> Tensor:
     return values.argsort()
 
 
-def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor, Tensor]:
-    """``MMCE_w`` of confidences ``r`` ``(N,)`` with correctness ``correct``, and ``dMMCE_w / dr``.
+def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float, Tensor]:
+    """``MMCE_w`` (a number) of confidences ``r`` ``(N,)`` with correctness ``correct``, and
+    ``dMMCE_w / dr``.
 
     ``MMCE_w^2 = v^T K v`` with ``v = 1_C (1 - r) / m - 1_W r / n``. For the one-dimensional
     Laplacian kernel, with the confidences sorted, ``left_i = sum_{j <= i} v_j k_ij`` and
@@ -163,7 +174,7 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor
     m = int(correct.sum())
     n = correct.numel() - m
     if m == 0 or n == 0:
-        return r.new_zeros(()), torch.zeros_like(r)
+        return 0.0, torch.zeros_like(r)
     order = _argsort(r)
     r, correct = r[order], correct[order]
     hit = correct.to(r.dtype)
@@ -173,9 +184,9 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor
     down = up.reciprocal()
     left = (v * up).cumsum_(0).mul_(down)  # sum_{j <= i} v_j exp(-(s_i - s_j)), s = r / width
     right = (v * down).flip(0).cumsum_(0).flip(0).mul_(up)  # sum_{j >= i} v_j exp(-(s_j - s_i))
-    raw = 2.0 * torch.dot(v, left) - torch.dot(v, v)
-    mmce = (raw.clamp_min(0.0) + MMCE_SQRT_EPS).sqrt()
-    scale = torch.where(raw > 0, 1.0 / mmce, 0.0)  # d sqrt(x) / dx = 1 / (2 sqrt(x)), times 2 below
+    raw = (2.0 * torch.dot(v, left) - torch.dot(v, v)).item()  # read once, like m above
+    mmce = math.sqrt(max(raw, 0.0) + MMCE_SQRT_EPS)
+    scale = 1.0 / mmce if raw > 0 else 0.0  # d sqrt(x) / dx = 1 / (2 sqrt(x)), times 2 below
     # d(v^T K v)/dr / 2 = (K v) dv - v (left - right) / width, with K v = left + right - v
     half = torch.add(left, right).sub_(v).mul_(dv).sub_((left - right).mul_(v), alpha=1.0 / width)
     return mmce, torch.empty_like(r).scatter_(0, order, half.mul_(scale))

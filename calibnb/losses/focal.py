@@ -10,6 +10,7 @@ backward (no double backward).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -76,24 +77,31 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, redu
     return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction)
 
 
-def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[Tensor, Tensor]:
+def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[tuple, tuple]:
     """Validate an FLSD schedule: ``len(gammas) == len(thresholds) + 1``, thresholds increasing in (0, 1)."""
-    gammas = [check_real(g, f"gammas[{i}]", minimum=0.0) for i, g in enumerate(gammas)]
-    thresholds = [
+    gammas = tuple(check_real(g, f"gammas[{i}]", minimum=0.0) for i, g in enumerate(gammas))
+    thresholds = tuple(
         check_real(t, f"thresholds[{i}]", minimum=0.0, maximum=1.0, strict_minimum=True)
         for i, t in enumerate(thresholds)
-    ]
+    )
     if len(gammas) != len(thresholds) + 1:
         raise ValueError(
             f"gammas needs one entry more than thresholds, got {len(gammas)} and {len(thresholds)}"
         )
     if any(b <= a for a, b in zip(thresholds, thresholds[1:])):
-        raise ValueError(f"thresholds must be strictly increasing, got {thresholds}")
-    return torch.tensor(gammas, dtype=torch.float64), torch.tensor(thresholds, dtype=torch.float64)
+        raise ValueError(f"thresholds must be strictly increasing, got {list(thresholds)}")
+    return gammas, thresholds
 
 
-def scheduled_gamma(statistic: Tensor, gammas: Tensor, thresholds: Tensor) -> Tensor:
+def scheduled_gamma(statistic: Tensor, gammas: tuple, thresholds: tuple) -> Tensor:
     """``gammas[i]`` where ``thresholds[i-1] <= statistic < thresholds[i]`` (vectorised lookup)."""
-    thresholds = thresholds.to(statistic.device, statistic.dtype)
-    index = torch.bucketize(statistic, thresholds, right=True)
-    return gammas.to(statistic.device, statistic.dtype)[index]
+    gammas, thresholds = _schedule_tensors(gammas, thresholds, statistic.dtype, statistic.device)
+    return gammas[torch.bucketize(statistic, thresholds, right=True)]
+
+
+@functools.lru_cache(maxsize=32)
+def _schedule_tensors(gammas: tuple, thresholds: tuple, dtype: torch.dtype, device: torch.device):
+    """The schedule as tensors, made once per dtype and device (a training loop calls the loss
+    thousands of times with the same schedule)."""
+    return (torch.tensor(gammas, dtype=dtype, device=device),
+            torch.tensor(thresholds, dtype=dtype, device=device))
