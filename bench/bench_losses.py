@@ -31,7 +31,7 @@ from calibnb.losses import get_loss
 
 N, K = 4096, 100
 THREADS = (1, 2)
-REPEATS = 40
+REPEATS = 100
 TARGET = 1.5
 
 #: One configuration per loss (and per AdaFocal base), with the papers' hyper-parameters.
