@@ -21,6 +21,7 @@ from calibnb.calibration._grid import (
     _focal_top_kernel,
     _fused_top_kernel,
     batched_ece,
+    fine_plan,
     power_plan,
 )
 from calibnb.calibration.focal_map import log_focal_softmax
@@ -237,17 +238,24 @@ def test_selection_equals_the_exact_argmin_on_near_ties(seed, n, criterion):
 
 
 def test_power_plan_marks_the_multiples_of_a_quarter():
-    """Seven of the paper's nine γ are k/4 (5 = 20/4); 0.05 and 0.37 keep their exponential."""
-    assert power_plan(PAPER_GAMMAS) == (-2, -1, None, 1, None, 2, 3, 4, 20)
+    """Seven of the paper's nine γ are k/4 (5 = 20/4); 0.05 and 0.37 are 5/100 and 37/100."""
+    powers = power_plan(PAPER_GAMMAS)
+    assert powers == (-2, -1, None, 1, None, 2, 3, 4, 20)
+    assert fine_plan(PAPER_GAMMAS, powers) == (100, (None, None, 5, None, 37, None, None, None, None))
     assert power_plan([0.0, 0.3, 5.25, -0.75]) == (None, None, None, -3)
+    assert fine_plan([0.0, 0.3, -0.75], (None, None, -3)) == (10, (0, 3, None))
+    assert fine_plan([0.3, 5.25], (None, None)) is None  # 5.25 = 105/20: past MAX_FINE_POWER
+    assert fine_plan([0.123456], (None,)) is None  # no step 1/m with m <= 100
+    assert fine_plan([0.25], (1,)) is None  # nothing left to plan
 
 
 @pytest.mark.parametrize("k", [10, 100])
-@pytest.mark.parametrize("gammas", [PAPER_GAMMAS, [-1.0, 0.25, 5.0], [0.05, 0.37]],
-                         ids=["paper", "powers-only", "no-powers"])
+@pytest.mark.parametrize("gammas", [PAPER_GAMMAS, [-1.0, 0.25, 5.0], [0.05, 0.37], [0.0, 0.3, 0.123456]],
+                         ids=["paper", "quarters-only", "steps-only", "exponentials"])
 def test_fused_kernel_equals_the_exact_kernel(k, gammas):
     """The compiled path's formulas, run eagerly: the class terms recomputed in the γ pass and
-    (1 - q)^(-γ) as a power of (1 - q)^(-1/4) agree with one exponential per γ to ~1e-14."""
+    (1 - q)^(-γ) as a power of (1 - q)^(-1/4) or of (1 - q)^(-1/m) agree with one exponential per
+    γ to ~1e-14."""
     rng = np.random.default_rng(k)
     z, y = rng.normal(scale=4.0, size=(300, k)), rng.integers(0, k, 300)
     z[0] = 900.0 * np.eye(k)[0]  # a saturated row: m underflows
@@ -256,7 +264,8 @@ def test_fused_kernel_equals_the_exact_kernel(k, gammas):
     for temperature in (0.05, 0.7, 3.0):
         t = torch.tensor(temperature, dtype=torch.float64)
         args = (grid.h, grid.gap, grid.top, grid.y, t, torch.from_numpy(gammas), grid.class_dim)
-        fused = _fused_top_kernel(*args, powers=power_plan(gammas))
+        powers = power_plan(gammas)
+        fused = _fused_top_kernel(*args, powers=powers, fine=fine_plan(gammas, powers))
         exact = _focal_top_kernel(*args)
         for a, b in zip(fused, exact):
             torch.testing.assert_close(a, b, rtol=2e-14, atol=1e-300)
