@@ -18,8 +18,8 @@ else: the temperature-free part of the softmax once, the γ-free terms once per 
 registers rather than stored), only the top class and the label per γ; the equal-mass ECE of
 the candidates runs on two threads. Large grids run through ``torch.compile``, whose one-off
 cost (seconds, paid by the first large fit of each Python process) ``bench/bench_calibration.py``
-reports separately from the fit: 4.3–5.1 s for the fit on the 2-core machine, 80–100x faster
-than the straightforward loop.
+reports separately from the fit: 4.3–4.8 s for the fit on the 2-core machine (five runs),
+70–105x faster than the straightforward loop.
 """
 
 from __future__ import annotations
