@@ -9,7 +9,8 @@ evaluations), draw the line through the two optima, and search m points along it
 
 Speed: the full paper grid is 4,500 candidates; on CIFAR-100-sized validation logits (5000, 100)
 that is 2.25e9 (sample, class, γ, T) evaluations of Eq. (1)'s weight, a power of ``1 − q`` and
-one division each (the powers shared across γ that are multiples of 1/4: seven of the nine),
+one division each (powers shared across γ: seven of the nine are multiples of 1/4, the other
+two of 1/100),
 which no further reuse removes: every class enters the normaliser of the top-label
 confidence, and for K >= 3 that confidence is not a function of the pre-map top confidence
 alone (q = (0.6, 0.4, 0) and (0.6, 0.2, 0.2) map to 0.672 and 0.704 at γ = 1), so each candidate
