@@ -78,3 +78,11 @@ def reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "sum":
         return loss.sum()
     return loss
+
+
+def per_sample_gradient(grad: Tensor, reduction: str, n: int) -> Tensor:
+    """The gradient of a reduced loss with respect to its ``n`` per-sample values, ``(n, 1)`` or
+    0-dim (the same for every sample): the adjoint of :func:`reduce`."""
+    if reduction == "mean":
+        return grad.div(n)
+    return grad.view(-1, 1) if reduction == "none" else grad

@@ -45,6 +45,8 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from calibnb.losses._common import per_sample_gradient, reduce
+
 #: ``(p_t, p_j) -> (gamma, inverse)``: each sample's gamma (a number or ``(N,)``) and whether it
 #: uses inverse focal loss (a bool or a boolean ``(N,)``); both are read without gradient.
 GammaRule = Callable[[Tensor, Tensor], tuple["float | Tensor", "bool | Tensor"]]
@@ -269,24 +271,14 @@ class _FocalFamily(torch.autograd.Function):
         ctx.softmax = p  # an attribute, not saved: the backward may write into it
         at_dual = None if index is None else q * weighted_p
         ctx.save_for_backward(logits, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
-        if reduction == "mean":
-            return loss.mean()
-        return loss.sum() if reduction == "sum" else loss.view(-1)
+        return reduce(loss.view(-1), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
         logits, t, row, at_target, index, at_dual = ctx.saved_tensors
-        # the first backward writes the gradient into the forward's softmax (on CPUs a fresh
-        # (N, K) buffer costs more in page faults than the arithmetic); a second backward
-        # (retain_graph=True) finds it gone and recomputes it
-        p, ctx.softmax = ctx.softmax, None
-        if p is None:
-            p = torch.softmax(logits, dim=1)
-        if ctx.reduction == "mean":
-            grad = grad.div(len(t))
-        elif ctx.reduction == "none":
-            grad = grad.view(-1, 1)
+        p = take_softmax(ctx, logits)
+        grad = per_sample_gradient(grad, ctx.reduction, len(t))
         if ctx.brier:  # p * (row grad + 2 lam grad p)
             grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad))
         else:
@@ -297,6 +289,17 @@ class _FocalFamily(torch.autograd.Function):
         if index is not None:
             grad_logits.scatter_add_(1, index, at_dual * grad)
         return grad_logits, None, None, None, None, None, None, None
+
+
+def take_softmax(ctx, logits: Tensor) -> Tensor:
+    """The forward's softmax ``ctx.softmax``, handed over for the backward to write into.
+
+    On CPUs a fresh (N, K) buffer costs more in page faults than the arithmetic, so the first
+    backward takes the forward's; a second backward (``retain_graph=True``) finds it gone and
+    recomputes it.
+    """
+    p, ctx.softmax = ctx.softmax, None
+    return torch.softmax(logits, dim=1) if p is None else p
 
 
 def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor) -> Tensor:

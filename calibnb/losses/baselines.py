@@ -15,11 +15,8 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
-from calibnb.losses._common import (
-    check_logits_targets,
-    check_reduction,
-)
-from calibnb.losses._fused import focal_family, log_target_probability, row_argmax
+from calibnb.losses._common import check_logits_targets, check_reduction, per_sample_gradient, reduce
+from calibnb.losses._fused import focal_family, log_target_probability, row_argmax, take_softmax
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
 #: of ``sqrt`` at a perfectly calibrated batch.
@@ -96,24 +93,17 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
         penalty = lam * mmce
         ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, p
         ctx.save_for_backward(logits, torch.cat([t, predicted], dim=1), grad_r.view(-1, 1).mul_(r))
-        if reduction == "none":
-            return ce.view(-1).add(penalty)
-        return ce.mean().add(penalty) if reduction == "mean" else ce.sum().add(penalty * len(ce))
+        # the batch term once per sample: mean CE + lam MMCE_w, N times that for "sum"
+        return reduce(ce.view(-1).add(penalty), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
         logits, classes, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
-        p, ctx.softmax = ctx.softmax, None  # recomputed by a second backward (retain_graph=True)
-        if p is None:
-            p = torch.softmax(logits, dim=1)
+        p = take_softmax(ctx, logits)
         n = len(through_r)
-        if ctx.reduction == "none":
-            grad_ce, grad_mmce = grad.view(-1, 1), grad.sum() * ctx.lam
-        else:
-            grad_ce = (grad / n if ctx.reduction == "mean" else grad).expand(n, 1)
-            grad_mmce = grad * (ctx.lam if ctx.reduction == "mean" else ctx.lam * n)
-        through_r = through_r * grad_mmce
+        grad_ce = per_sample_gradient(grad, ctx.reduction, n).expand(n, 1)
+        through_r = through_r * (grad_ce.sum() * ctx.lam)  # every sample carries lam MMCE_w
         grad_logits = p.mul_(grad_ce - through_r)
         return grad_logits.scatter_add_(1, classes, torch.cat([grad_ce.neg(), through_r], dim=1)), None, None, None, None
 
