@@ -155,8 +155,8 @@ class FocalGrid:
             # shared powers only in the compiled kernel: the eager one keeps the exact formulas
             # of focal_softmax, so a small grid rounds ties between samples as the
             # per-candidate loop does
-            powers = power_plan(gammas)
-            conf, log_p_label = self.kernel(*args, powers=powers, fine=fine_plan(gammas, powers))
+            powers, fine = _plans(tuple(g.tolist()))
+            conf, log_p_label = self.kernel(*args, powers=powers, fine=fine)
         else:
             threads = torch.get_num_threads()
             torch.set_num_threads(1)
@@ -176,11 +176,14 @@ def power_plan(gammas) -> tuple:
     relative rounding error of ``u^k`` is at most about ``2 |k|`` ulp (``u``'s own error
     amplified ``|k|`` times), 1e-14 at ``k = 20``, against one ulp for the exponential.
     """
-    plan = []
-    for gamma in np.asarray(gammas, dtype=np.float64).tolist():
-        k = round(gamma / POWER_STEP)
-        plan.append(k if k != 0 and abs(k) <= MAX_POWER and k * POWER_STEP == gamma else None)
-    return tuple(plan)
+    ks = _multiples(np.asarray(gammas, dtype=np.float64).tolist(), round(1 / POWER_STEP), MAX_POWER)
+    return tuple(None if k == 0 else k for k in ks)
+
+
+def _multiples(gammas: list, m: int, max_power: int) -> list:
+    """For each γ, ``k`` if γ is the float nearest ``k / m`` with ``|k| <= max_power``, else None."""
+    ks = [round(g * m) for g in gammas]
+    return [k if abs(k) <= max_power and k / m == g else None for k, g in zip(ks, gammas)]
 
 
 POWER_STEP, MAX_POWER = 0.25, 20
@@ -200,11 +203,19 @@ def fine_plan(gammas, powers: tuple):
     if not rest:
         return None
     for m in range(1, MAX_FINE_STEPS + 1):
-        ks = [round(g * m) for g in rest]
-        if all(abs(k) <= MAX_FINE_POWER and k / m == g for k, g in zip(ks, rest)):
+        ks = _multiples(rest, m, MAX_FINE_POWER)
+        if None not in ks:
             found = iter(ks)
             return m, tuple(next(found) if k is None else None for k in powers)
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _plans(gammas: tuple) -> tuple:
+    """:func:`power_plan` and :func:`fine_plan` of a γ grid, worked out once per grid (a fit
+    evaluates the same grid at hundreds of temperatures)."""
+    powers = power_plan(gammas)
+    return powers, fine_plan(gammas, powers)
 
 
 MAX_FINE_STEPS, MAX_FINE_POWER = 100, 64
