@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibnb.runs import FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict
+from calibnb.runs import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
+                          verdict_agreement)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +77,22 @@ def test_chance_levels_stated_in_the_results_chapter():
     at_least_4 = sum(math.comb(5, k) for k in (4, 5)) / 2**5
     assert at_least_4 == 6 / 32 and math.comb(5, 5) / 2**5 == 1 / 32
     assert round(at_least_4**2, 3) == 0.035
+
+
+@pytest.mark.parametrize(
+    "first, second, expected",
+    [
+        ("holds", "holds", "confirmed in both"),
+        ("does not hold", "does not hold", "contradicted in both"),
+        ("holds", "does not hold", "conflict"),
+        ("does not hold", "holds", "conflict"),
+        ("inconclusive", "inconclusive (too few runs)", "inconclusive in both"),
+        ("inconclusive (too few runs)", "inconclusive", "inconclusive in both"),
+        ("holds", "inconclusive", "decided in one regime only"),
+        ("inconclusive (too few runs)", "does not hold", "decided in one regime only"),
+        ("n/a", "holds", "n/a in one regime"),
+        ("inconclusive", "n/a", "n/a in one regime"),
+    ],
+)
+def test_verdict_agreement_classifies_every_pair(first, second, expected):
+    assert verdict_agreement(first, second) == expected

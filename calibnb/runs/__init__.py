@@ -5,13 +5,15 @@
 - :func:`load_results` reads every finished run into one pandas table, :func:`label_methods`
   names their methods, :func:`select_by_validation` applies a sweep's hyper-parameter choice (:func:`select_runs`:
   all three for one sweep file) and
-  :func:`paired_verdict` judges a claim from per-seed differences;
+  :func:`paired_verdict` judges a claim from per-seed differences (:func:`verdict_agreement`:
+  how two regimes' verdicts relate);
 - :mod:`calibnb.runs.atomic` writes every artifact atomically.
 """
 
 from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
 from .execute import code_version, execute, is_finished, run_training
-from .methods import FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict
+from .methods import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
+                      verdict_agreement)
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import METRICS, load_results, prune_unselected, select_by_validation, select_runs
 from .sweep import expand_grid, load_config, plan, sweep
@@ -43,6 +45,7 @@ __all__ = [
     "select_by_validation",
     "select_runs",
     "sweep",
+    "verdict_agreement",
     "write_json",
     "write_text",
 ]

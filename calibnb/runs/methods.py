@@ -104,3 +104,24 @@ def paired_verdict(differences, inclusive: bool = False, agree: float = 0.8,
     if mean > 0 and int((d > 0).sum()) >= need:
         return VERDICTS[1], supporting, n
     return VERDICTS[2], supporting, n
+
+
+def verdict_agreement(first: str, second: str) -> str:
+    """How two regimes' verdicts on one claim relate (each a :data:`VERDICTS` entry or ``"n/a"``).
+
+    ``"confirmed in both"``, ``"contradicted in both"``, ``"conflict"`` (holds in one, does not
+    in the other), ``"inconclusive in both"`` (either kind of inconclusive), ``"decided in one
+    regime only"``, or ``"n/a in one regime"`` when a regime cannot judge the claim.
+    """
+    pair = {first, second}
+    if "n/a" in pair:
+        return "n/a in one regime"
+    if pair == {"holds"}:
+        return "confirmed in both"
+    if pair == {"does not hold"}:
+        return "contradicted in both"
+    if pair == {"holds", "does not hold"}:
+        return "conflict"
+    if first.startswith("inconclusive") and second.startswith("inconclusive"):
+        return "inconclusive in both"
+    return "decided in one regime only"
