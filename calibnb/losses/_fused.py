@@ -28,10 +28,10 @@ per-sample gammas, ``h = gamma B^gamma (l_t / B)``, which stays finite as ``B ->
 ``gamma >= 0`` (where ``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction
 is done inside, so autograd records one node for the whole loss.
 
-At the batch sizes of training, the fixed cost of each PyTorch call (a few microseconds, more
-when a Python number must be wrapped as a tensor) is a third of a loss's time on a CPU, so the
-per-sample terms are kept ``(N, 1)`` (no reshaping calls), and numbers are read with
-``.item()`` rather than compared as tensors. Double backward is not supported
+At the batch sizes of training, the fixed cost of each PyTorch call (more when a Python number
+must be wrapped as a tensor) is a large part of a loss's time on a CPU (``make bench`` measures
+it), so the per-sample terms are kept ``(N, 1)`` (no reshaping calls), and numbers are read
+with ``.item()`` rather than compared as tensors. Double backward is not supported
 (``once_differentiable``). Every formula here is checked against autograd through the plain
 definitions in ``tests/test_losses_fused.py``.
 """
