@@ -26,14 +26,15 @@ from calibnb.losses import (
     mmce_loss,
     mmce_weighted,
 )
-from calibnb.losses._fused import row_argmax, row_argmin
+from calibnb.losses._fused import row_argmax, row_argmin, softmax_parts
 
 KS = [2, 10, 100]
 
 
 def hard_logits(k: int, n: int = 40, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """float64 logits with random rows, a class tied with the target, the target on top, at the
-    bottom, and saturated rows (p_t = 1 - 1e-13 and p_t ~ 1e-26)."""
+    bottom, and saturated rows (p_t = 1 - 1e-13, p_t ~ 1e-26, and p_t ~ e^-800, whose logit
+    differences overflow exp)."""
     gen = torch.Generator().manual_seed(seed + k)
     z = 3.0 * torch.randn(n, k, generator=gen, dtype=torch.float64)
     t = torch.randint(0, k, (n,), generator=gen)
@@ -44,6 +45,9 @@ def hard_logits(k: int, n: int = 40, seed: int = 0) -> tuple[torch.Tensor, torch
     z[3, t[3]] = 30.0  # p_t = 1 - (k-1) e^-30
     z[4] = 0.0
     z[4, (t[4] + 1) % k] = 60.0  # p_t ~ e^-60
+    z[5] = -1.0
+    z[5, t[5]] = 0.0
+    z[5, (t[5] + 1) % k] = 800.0  # p_t ~ e^-800 underflows; e^(z_k - z_t) overflows float64
     return z, t
 
 
@@ -318,8 +322,8 @@ def test_backward_twice_with_a_retained_graph(name):
 
 @pytest.mark.parametrize("dtype, gap", [(torch.float32, 200.0), (torch.float64, 1000.0)])
 def test_target_probability_below_the_smallest_normal_float(dtype, gap):
-    """Where p_t underflows (e^-200 in float32, e^-1000 in float64), log p_t comes from the
-    row's logsumexp: the loss is -log p_t = gap + log(1 + (K - 2) e^-gap) exactly, not inf."""
+    """Where p_t underflows (e^-200 in float32, e^-1000 in float64), log p_t is still exact,
+    from the row's logits as in log_softmax: the loss is -log p_t = gap + log(1 + (K - 2) e^-gap) exactly, not inf."""
     k = 10
     z = torch.zeros(3, k, dtype=dtype)
     z[:, 1] = gap
@@ -332,3 +336,26 @@ def test_target_probability_below_the_smallest_normal_float(dtype, gap):
     torch.testing.assert_close(focal.detach(), torch.tensor([gap, 0.0, gap], dtype=dtype))
     (grad,) = torch.autograd.grad(focal.sum(), z)
     assert torch.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softmax_parts_are_the_softmax_and_log_softmax(dtype):
+    """e / s is the softmax to within the one rounding that exp2((z - m) log2 e) adds to the
+    exponent (relative error |z - m| eps/2) plus 16 eps for exp2, the sum and the division
+    (torch.softmax's own float32 error on these logits reaches 17 eps); e is exactly 1 at the
+    row maximum; log p_t is log_softmax's, also for saturated rows (logits of +-1e4) and ties."""
+    gen = torch.Generator().manual_seed(7)
+    z = (6.0 * torch.randn(64, 100, generator=gen)).to(dtype)
+    t = torch.randint(0, 100, (64, 1), generator=gen)
+    z[0] = 0.0  # all tied
+    z[1, 3] = z[1, 5] = z[1].max() + 1.0  # a tied maximum
+    z[2] = 1e4 * torch.sign(torch.randn(100, generator=gen)).to(dtype)
+    e, s, m, logp_t = softmax_parts(z, t)
+    exact = torch.softmax(z.double(), dim=1)
+    eps = torch.finfo(dtype).eps
+    bound = ((z - m).abs().double() * eps / 2 + 16 * eps) * exact
+    assert ((e / s).double() - exact).abs().le(bound + torch.finfo(dtype).tiny).all()
+    assert torch.equal(m, z.amax(dim=1, keepdim=True))
+    assert torch.equal(e.amax(dim=1), torch.ones(64, dtype=dtype)) and s.ge(1).all()
+    reference = torch.log_softmax(z.double(), dim=1).gather(1, t)
+    torch.testing.assert_close(logp_t.double(), reference, rtol=4 * eps, atol=4 * eps)

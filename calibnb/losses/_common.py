@@ -80,6 +80,17 @@ def reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+def lookup(table: Tensor, statistic: Tensor, boundaries: Tensor) -> Tensor:
+    """``table[i]`` where ``boundaries[i-1] <= statistic < boundaries[i]``, shaped like ``statistic``.
+
+    ``table`` has one entry more than the increasing ``boundaries``. ``bucketize`` over the
+    flattened values and ``take`` cost together half of ``bucketize`` over an ``(N, 1)``
+    column and an indexing (``make bench``).
+    """
+    index = torch.bucketize(statistic.detach().reshape(-1), boundaries, right=True)
+    return torch.take(table, index).view(statistic.shape)
+
+
 def per_sample_gradient(grad: Tensor, reduction: str, n: int) -> Tensor:
     """The gradient of a reduced loss with respect to its ``n`` per-sample values, ``(n, 1)`` or
     0-dim (the same for every sample): the adjoint of :func:`reduce`."""

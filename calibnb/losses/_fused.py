@@ -19,13 +19,14 @@ The forward keeps the three per-sample coefficients, of ``p``, of ``e_t`` and of
 classes ``e_j``, so the backward is one ``(N, K)`` pass over the softmax, written into it (two
 with the Brier term), two scatters and a few ``(N, 1)`` products with the incoming gradient,
 instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)`` gather/``log_softmax``
-backward that autograd would record. The forward is one call of ``torch.softmax``, whose fused
-kernel costs less on CPUs than a bare ``exp`` over the logits, and takes ``l_t = log p_t`` from
-it; where ``p_t`` falls below the smallest normal float (it has lost precision, or underflowed
-to 0), ``l_t = z_t - logsumexp(z)`` from that row's logits instead (a host synchronisation,
-like the input checks). With a number ``gamma``, ``h = gamma B^(gamma-1) l_t``; with
-per-sample gammas, ``h = gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every
-``gamma >= 0`` (where ``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction
+backward that autograd would record. The forward computes the softmax in parts,
+``p = e / s`` with ``e = exp(z - max_k z_k)`` (:func:`softmax_parts`), and ``l_t = log p_t =
+z_t - max_k z_k - log s`` as ``log_softmax`` does, exact however small ``p_t``; the ``1 / s`` is
+folded into the per-sample coefficient of ``p``, so ``e`` is never normalised (except for the
+Brier term, whose backward needs ``p`` itself). With a number ``gamma``,
+``h = gamma B^(gamma-1) l_t``; with per-sample gammas, ``h = gamma B^gamma (l_t / B)``, which
+stays finite as ``B -> 0`` for every ``gamma >= 0`` (where ``l_t / B -> -1``); the value
+``B^gamma`` is exact. The batch reduction
 is done inside, so autograd records one node for the whole loss.
 
 At the batch sizes of training, the fixed cost of each PyTorch call (more when a Python number
@@ -39,6 +40,7 @@ definitions in ``tests/test_losses_fused.py``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -46,6 +48,9 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from calibnb.losses._common import per_sample_gradient, reduce
+
+#: ``log2(e)``: ``exp(x) = exp2(x log2(e))`` (:func:`softmax_parts`).
+LOG2_E = 1.0 / math.log(2.0)
 
 #: ``(p_t, p_j) -> (gamma, inverse)``: each sample's gamma (a number or ``(N,)``) and whether it
 #: uses inverse focal loss (a bool or a boolean ``(N,)``); both are read without gradient.
@@ -63,46 +68,43 @@ DUAL_CHOICES = {
 }
 
 
-def dual_classes(logits: Tensor, targets: Tensor, dual: str, work: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
     """The classes ``(N, r)`` that make up ``p_j`` and their weights ``(N, r)``: ``p_j = sum_c w_c p_c``.
 
-    ``logits`` may be logits or log-probabilities: only differences within a row matter, and
-    ``log p_k - log p_t = z_k - z_t``. Only classes strictly below the target count (ties are
-    excluded); absent ranks get weight 0. The search needs no comparison over ``(N, K)``: the
-    score ``1 / (z - z_t)`` is negative below the target, most negative for the closest class
-    below, positive above it and ``+inf`` for ties (``x - x = +0``), so the ``r``-th class
-    below the target is the smallest score once the ``r - 1`` classes found before are set to
-    ``+inf``. Runs without autograd; the scores go to ``work`` (a tensor like ``logits``,
-    allocated if not given), and searches of several ranks keep them and write the indicators
-    of :func:`row_argmin` to a second buffer, so each further rank costs three passes, not five.
+    ``difference`` is ``z - z_t`` ``(N, K)``, of logits or of log-probabilities alike
+    (``log p_k - log p_t = z_k - z_t``); it is not modified. Only classes strictly below the
+    target count (ties are excluded); absent ranks get weight 0. The search needs no comparison
+    over ``(N, K)``: the score ``1 / (z - z_t)`` is negative below the target, most negative for
+    the closest class below, positive above it and ``+inf`` for ties (``x - x = +0``), so the
+    ``r``-th class below the target is the smallest score once the ``r - 1`` classes found
+    before are set to ``+inf``. Runs without autograd; searches of several ranks keep the
+    scores and write the indicators of :func:`row_argmin` to a second buffer, so each further
+    rank costs three passes, not four.
     """
     rank, how = DUAL_CHOICES[dual]
     with torch.no_grad():
-        logits_t = logits.gather(1, targets[:, None])
         if rank is None:
-            below = torch.sub(logits, logits_t, out=work).reciprocal_() < 0
-            index = torch.arange(logits.shape[1], device=logits.device).expand_as(logits)
-            weight = below.to(logits.dtype)
+            weight = (difference < 0).to(difference.dtype)
+            index = torch.arange(difference.shape[1], device=difference.device).expand_as(difference)
             return index, weight / weight.sum(1, keepdim=True).clamp_min(1)
+        score = torch.reciprocal(difference)
         if rank == 1:  # the paper's DFL: one search
-            score = torch.sub(logits, logits_t, out=work).reciprocal_()
             value, index = row_argmin(score, scratch=score)
-            return index, value.lt(0).to(logits.dtype)
-        score = torch.sub(logits, logits_t, out=work).reciprocal_()
+            return index, value.lt(0).to(difference.dtype)
         scratch = torch.empty_like(score)
-        above = torch.full_like(logits_t, float("inf"))
+        above = torch.full_like(score[:, :1], float("inf"))
         values, indices = [], []
-        for _ in range(min(rank, logits.shape[1])):
+        for _ in range(min(rank, difference.shape[1])):
             if indices:
                 score.scatter_(1, indices[-1], above)  # a tensor source: twice as fast as a number
             value, index = row_argmin(score, scratch=scratch)
             values.append(value)
             indices.append(index)
         index = torch.cat(indices, dim=1)
-        weight = torch.cat(values, dim=1).lt(0).to(logits.dtype)
+        weight = torch.cat(values, dim=1).lt(0).to(difference.dtype)
         if how == "mean":
             return index, weight / rank
-        if rank > logits.shape[1]:
+        if rank > difference.shape[1]:
             return index[:, :1], torch.zeros_like(weight[:, :1])
         return index[:, rank - 1 :], weight[:, rank - 1 :]
 
@@ -112,7 +114,9 @@ def row_argmin(score: Tensor, scratch: Tensor | None = None) -> tuple[Tensor, Te
     return _row_extremum(score, False, scratch)
 
 
-def row_argmax(score: Tensor, scratch: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def row_argmax(
+    score: Tensor, scratch: Tensor | None = None, maximum: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """``score.max(dim=1, keepdim=True)`` at a fraction of its cost on CPUs.
 
     ``max`` with indices runs a scalar loop, ``amax`` a vectorised one. The indicator
@@ -123,13 +127,17 @@ def row_argmax(score: Tensor, scratch: Tensor | None = None) -> tuple[Tensor, Te
     ``K + index``; rows with tied maxima take the first 1 of their indicator, so the index is
     always ``torch.argmax``'s: the first among equal scores. ``score`` must not contain NaN.
     The indicator is written into ``scratch`` (a float tensor like ``score``, or ``score``
-    itself, which is then overwritten) instead of a new buffer.
+    itself, which is then overwritten) instead of a new buffer. ``maximum``, the row maxima
+    ``(N, 1)`` if already known, spares their pass.
     """
-    return _row_extremum(score, True, scratch)
+    return _row_extremum(score, True, scratch, maximum)
 
 
-def _row_extremum(score: Tensor, largest: bool, scratch: Tensor | None) -> tuple[Tensor, Tensor]:
-    value = score.amax(dim=1, keepdim=True) if largest else score.amin(dim=1, keepdim=True)
+def _row_extremum(
+    score: Tensor, largest: bool, scratch: Tensor | None, value: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    if value is None:
+        value = score.amax(dim=1, keepdim=True) if largest else score.amin(dim=1, keepdim=True)
     k = score.shape[1]
     dtype = score.dtype if 3 * k * k < 2**25 else torch.float64
     if scratch is None or scratch.dtype != dtype:
@@ -175,23 +183,45 @@ def focal_family(
     return _FocalFamily.apply(logits, targets, rule, dual, brier, offset, smoothing, reduction)
 
 
-def log_target_probability(logits: Tensor, targets: Tensor, p_t: Tensor) -> Tensor:
-    """``log p_t`` from the softmax's ``p_t``, exact also where ``p_t`` is subnormal or 0.
+def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+    """``(e, s, m, log p_t)``: the softmax ``p = e / s`` in parts, and the targets' log-probability.
 
-    ``targets`` and ``p_t`` are ``(N,)`` or ``(N, 1)``; the result has ``p_t``'s shape.
-    ``log(p_t)`` carries ``p_t``'s relative precision while ``p_t`` is a normal float; below
-    that, the few rows concerned take ``z_t - logsumexp(z)`` from their logits (what
-    ``log_softmax`` computes), so a sample the network gets confidently wrong keeps a finite,
-    exact loss.
+    ``e = exp(z - m)`` with ``m`` the row maximum, so ``e`` is 1 at the maximum and ``s``, the
+    row sum of ``e``, is at least 1. ``log p_t = (z_t - m) - log s`` is what ``log_softmax``
+    computes: exact for every row, however small ``p_t`` (no underflow to ``log 0``).
+    ``e`` is computed as ``exp2((z - m) log2(e))``: on CPUs PyTorch's ``exp2`` costs a third of
+    its ``exp``, and the two steps together cost less than ``torch.softmax`` (``make bench``);
+    the product with ``log2(e)`` adds one rounding to the exponent, a relative error of at most
+    ``|z - m| eps / 2`` in ``e`` on top of a few ``eps``, the same order as ``torch.softmax``'s
+    own error in float32 (``tests/test_losses_fused.py``).
+    ``t`` ``(N, 1)`` holds the targets; without it, ``log p_t`` is None.
     """
-    logp_t = p_t.log()
-    tiny = torch.finfo(p_t.dtype).tiny
-    if p_t.min().item() < tiny:  # a host synchronisation, like the input checks
-        low = (p_t.view(-1) < tiny).nonzero()[:, 0]
-        rows = logits[low]
-        exact = rows.gather(1, targets.view(-1, 1)[low])[:, 0] - rows.logsumexp(dim=1)
-        logp_t.view(-1)[low] = exact
-    return logp_t
+    m = logits.amax(dim=1, keepdim=True)
+    e = torch.sub(logits, m).mul_(LOG2_E).exp2_()
+    s = e.sum(dim=1, keepdim=True)
+    if t is None:
+        return e, s, m, None
+    return e, s, m, logits.gather(1, t).sub_(m).sub_(s.log())
+
+
+def target_softmax(logits: Tensor, t: Tensor, difference: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``(e, s, log p_t)`` with ``p = e / s``, shifted by the target's logit instead of the maximum.
+
+    ``e = exp(z - z_t)`` is written into ``difference`` (``z - z_t``, which the dual search also
+    reads), so the softmax costs three passes (scale, ``exp2``, sum; see :func:`softmax_parts`)
+    and no row maximum. ``e_t = 1``, so ``s >= 1`` and ``log p_t = -log s`` exactly. In a row
+    where some ``z_k - z_t`` is beyond the exponent range (about 88.7 in float32: a sample the
+    network gets confidently wrong), ``e`` or ``s`` overflows to ``inf``; those rows, found with
+    one host synchronisation, are recomputed shifted by their maximum (:func:`softmax_parts`).
+    ``t`` ``(N, 1)`` holds the targets.
+    """
+    e = difference.mul_(LOG2_E).exp2_()
+    s = e.sum(dim=1, keepdim=True)
+    logp_t = s.log().neg_()
+    if s.max().item() == float("inf"):
+        rows = (s.view(-1) == float("inf")).nonzero()[:, 0]
+        e[rows], s[rows], _, logp_t[rows] = softmax_parts(logits[rows], t[rows])
+    return e, s, logp_t
 
 
 def _focal_terms(rule: GammaRule, p_t: Tensor, p_j: "Tensor | float", logp_t: Tensor):
@@ -236,16 +266,17 @@ class _FocalFamily(torch.autograd.Function):
         smoothing: float, reduction: str,
     ) -> Tensor:
         t = targets.unsqueeze(1)
+        difference = torch.sub(logits, logits.gather(1, t))
         if dual != "none":
-            index, weight = dual_classes(logits, targets, dual)
-        p = torch.softmax(logits, dim=1)  # the backward writes the gradient into it
-        p_t = p.gather(1, t)
-        logp_t = log_target_probability(logits, t, p_t)
+            index, weight = dual_classes(difference, dual)
+        e, s, logp_t = target_softmax(logits, t, difference)  # p = e / s; the backward writes into e
+        inv_s = s.reciprocal_()
+        p_t = logp_t.exp()
         if dual == "none":
             index = weighted_p = None
             p_j = offset
         else:
-            weighted_p = weight.mul_(p.gather(1, index))
+            weighted_p = weight.mul_(e.gather(1, index)).mul_(inv_s)
             p_j = weighted_p.sum(1, keepdim=True) if weighted_p.shape[1] > 1 else weighted_p
         if rule is None:
             minus_loss, ma, q = None, 0.0, None
@@ -258,17 +289,21 @@ class _FocalFamily(torch.autograd.Function):
         at_target = -ma
         loss = minus_loss.neg() if minus_loss is not None else torch.zeros_like(p_t)
         if brier:  # + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),  Q = sum_{k != t} p_k^2
+            p = e.mul_(inv_s)  # the Brier term's backward needs p itself
+            p_at_t = p.gather(1, t)
             others = torch.linalg.vector_norm(p.scatter_(1, t, torch.zeros_like(p_t)), dim=1, keepdim=True).square_()
-            p.scatter_(1, t, p_t)
+            p.scatter_(1, t, p_at_t)
             one_minus_p_t = 1.0 - p_t
             loss = loss.add_(others + one_minus_p_t.square(), alpha=brier)
             row = others.sub_(p_t * one_minus_p_t).mul_(-2.0 * brier).add_(row)
             at_target = torch.add(at_target, p_t, alpha=-2.0 * brier)
+        else:  # row p = (row / s) e: the backward needs no normalised softmax
+            row = inv_s * row
         if smoothing:  # + alpha (e_t - 1/K)
             loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
             at_target = at_target + smoothing
         ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
-        ctx.softmax = p  # an attribute, not saved: the backward may write into it
+        ctx.softmax = e  # an attribute, not saved: the backward may write into it
         at_dual = None if index is None else q * weighted_p
         ctx.save_for_backward(logits, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
         return reduce(loss.view(-1), reduction)
@@ -277,11 +312,11 @@ class _FocalFamily(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         logits, t, row, at_target, index, at_dual = ctx.saved_tensors
-        p = take_softmax(ctx, logits)
+        p = take_softmax(ctx, lambda: _target_softmax_again(logits, t, normalised=bool(ctx.brier)))
         grad = per_sample_gradient(grad, ctx.reduction, len(t))
         if ctx.brier:  # p * (row grad + 2 lam grad p)
             grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad))
-        else:
+        else:  # e (row / s) grad
             grad_logits = p.mul_(row * grad)
         if ctx.smoothing:
             grad_logits.sub_(grad * (ctx.smoothing / p.shape[1]))
@@ -291,15 +326,22 @@ class _FocalFamily(torch.autograd.Function):
         return grad_logits, None, None, None, None, None, None, None
 
 
-def take_softmax(ctx, logits: Tensor) -> Tensor:
-    """The forward's softmax ``ctx.softmax``, handed over for the backward to write into.
+def take_softmax(ctx, recompute: Callable[[], Tensor]) -> Tensor:
+    """The forward's softmax ``ctx.softmax`` (``p`` or ``e = s p``), handed over for the
+    backward to write into.
 
     On CPUs a fresh (N, K) buffer costs more in page faults than the arithmetic, so the first
     backward takes the forward's; a second backward (``retain_graph=True``) finds it gone and
-    recomputes it.
+    calls ``recompute``, which must repeat the forward's operations (and so its values).
     """
     p, ctx.softmax = ctx.softmax, None
-    return torch.softmax(logits, dim=1) if p is None else p
+    return recompute() if p is None else p
+
+
+def _target_softmax_again(logits: Tensor, t: Tensor, normalised: bool) -> Tensor:
+    """The focal family's softmax buffer, recomputed as its forward computed it."""
+    e, s, _ = target_softmax(logits, t, torch.sub(logits, logits.gather(1, t)))
+    return e.mul_(s.reciprocal_()) if normalised else e
 
 
 def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor) -> Tensor:

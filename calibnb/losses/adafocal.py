@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_int, check_probs_labels, check_real, to_numpy
-from calibnb.losses._common import check_logits_targets, check_reduction
+from calibnb.losses._common import check_logits_targets, check_reduction, lookup
 from calibnb.losses._fused import focal_family
 from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
 
@@ -82,9 +82,9 @@ def adafocal_loss(
 ) -> Tensor:
     """AdaFocal loss (Ghosh et al. 2022, Eq. 5) for per-bin ``gammas`` ``(M,)`` and ``edges`` ``(M+1,)``.
 
-    Each sample takes the gamma of the bin its statistic ``d`` falls in (:func:`bin_index`):
-    ``gamma >= 0`` gives ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives
-    ``-(1 + d)^|gamma| log p_t``, with ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j``
+    Each sample takes the gamma of the bin ``[edges[b], edges[b+1])`` its statistic ``d`` falls
+    in (values beyond the outer edges go to the first or last bin): ``gamma >= 0`` gives
+    ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives ``-(1 + d)^|gamma| log p_t``, with ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j``
     (``base="dual"``, the dual focal form of AdaDualFocal). No gradient flows through gamma.
     """
     base = check_choice(base, "base", ("focal", "dual"))
@@ -96,18 +96,13 @@ def adafocal_loss(
         raise ValueError(
             f"edges must have shape (len(gammas) + 1,), got {tuple(edges.shape)} for gammas {tuple(gammas.shape)}"
         )
+    inner = edges[1:-1]
 
     def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, Tensor]:
-        gamma = gammas[bin_index(p_t - p_j, edges)]
+        gamma = lookup(gammas, p_t - p_j, inner)
         return gamma.abs(), gamma < 0
 
     return focal_family(logits, targets, rule, "largest" if base == "dual" else "none", reduction=reduction)
-
-
-def bin_index(statistic: Tensor, edges: Tensor) -> Tensor:
-    """Bin of each value for bins ``[edges[b], edges[b+1])``, clamped to the first and last bin."""
-    inner = edges[1:-1].to(statistic.device, statistic.dtype)
-    return torch.bucketize(statistic.detach(), inner, right=True)
 
 
 class _ValidationBinned(nn.Module):
@@ -219,13 +214,14 @@ class CalFocalLoss(_ValidationBinned):
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         logits, targets = check_logits_targets(logits, targets)
+        inner = self.edges[1:-1].to(logits.device, logits.dtype)
         accuracies = self.accuracies.to(logits.device, logits.dtype)
-        confidences = self.confidences.to(logits.device, logits.dtype)
+        # case 1: p_t - A_b; case 2: C_b - A_b, a table of its own
+        table = accuracies if self.case == 1 else self.confidences.to(logits.device, logits.dtype) - accuracies
 
         def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, bool]:
-            b = bin_index(p_t, self.edges)
-            level = p_t if self.case == 1 else confidences[b]
-            return torch.exp(self.lam * (level - accuracies[b])).clamp_max(self.gamma_max), False
+            gap = p_t - lookup(table, p_t, inner) if self.case == 1 else lookup(table, p_t, inner)
+            return torch.exp(self.lam * gap).clamp_max(self.gamma_max), False
 
         return focal_family(logits, targets, rule, reduction=self.reduction)
 

@@ -16,7 +16,7 @@ from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
 from calibnb.losses._common import check_logits_targets, check_reduction, per_sample_gradient, reduce
-from calibnb.losses._fused import focal_family, log_target_probability, row_argmax, take_softmax
+from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
 #: of ``sqrt`` at a perfectly calibrated batch.
@@ -84,27 +84,26 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str) -> Tensor:
-        _, predicted = row_argmax(logits)
-        p = torch.softmax(logits, dim=1)
         t = targets.unsqueeze(1)
-        r = p.gather(1, predicted)  # the top-label confidence
-        ce = log_target_probability(logits, t, p.gather(1, t)).neg_()
+        e, s, m, logp_t = softmax_parts(logits, t)  # p = e / s, with e = 1 at the row maximum m
+        _, predicted = row_argmax(logits, maximum=m)
+        r = s.reciprocal_()  # the top-label confidence
         mmce, grad_r = mmce_with_gradient(r.view(-1), predicted.view(-1) == targets, width)
         penalty = lam * mmce
-        ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, p
-        ctx.save_for_backward(logits, torch.cat([t, predicted], dim=1), grad_r.view(-1, 1).mul_(r))
+        ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, e
+        ctx.save_for_backward(logits, torch.cat([t, predicted], dim=1), r, grad_r.view(-1, 1).mul_(r))
         # the batch term once per sample: mean CE + lam MMCE_w, N times that for "sum"
-        return reduce(ce.view(-1).add(penalty), reduction)
+        return reduce(logp_t.view(-1).neg().add_(penalty), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        logits, classes, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
-        p = take_softmax(ctx, logits)
+        logits, classes, inv_s, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
+        e = take_softmax(ctx, lambda: softmax_parts(logits)[0])
         n = len(through_r)
         grad_ce = per_sample_gradient(grad, ctx.reduction, n).expand(n, 1)
         through_r = through_r * (grad_ce.sum() * ctx.lam)  # every sample carries lam MMCE_w
-        grad_logits = p.mul_(grad_ce - through_r)
+        grad_logits = e.mul_((grad_ce - through_r).mul_(inv_s))  # p (...) = e (...) / s
         return grad_logits.scatter_add_(1, classes, torch.cat([grad_ce.neg(), through_r], dim=1)), None, None, None, None
 
 

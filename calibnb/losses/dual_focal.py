@@ -81,7 +81,8 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
     forward.
     """
     dual = check_choice(dual, "dual", DUALS)
-    index, weight = dual_classes(logp.detach(), targets, dual)
+    with torch.no_grad():
+        index, weight = dual_classes(logp - logp.gather(1, targets[:, None]), dual)
     picked = logp.gather(1, torch.cat([targets[:, None], index], dim=1))
     return picked[:, 0], (weight * picked[:, 1:].exp()).sum(1)
 

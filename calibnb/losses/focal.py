@@ -3,9 +3,8 @@
 Focal loss (Lin et al. 2017) as a calibration loss is the subject of Mukhoti et al. (2020,
 "Calibrating deep neural networks using focal loss", Eq. 1 and §5 for FLSD-53); inverse focal
 loss is Eq. 1 of Ghosh et al. (2022, AdaFocal). All are computed by
-:func:`calibnb.losses._fused.focal_family`: one softmax, ``log p_t`` from it (from the row's
-``logsumexp`` where ``p_t`` underflows, so the loss stays finite and exact), and a closed-form
-backward (no double backward).
+:func:`calibnb.losses._fused.focal_family`: one softmax, ``log p_t`` as ``log_softmax`` computes
+it (finite and exact however small ``p_t``), and a closed-form backward (no double backward).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_real
-from calibnb.losses._common import check_logits_targets, check_reduction
+from calibnb.losses._common import check_logits_targets, check_reduction, lookup
 from calibnb.losses._fused import focal_family
 
 #: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
@@ -96,7 +95,7 @@ def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tupl
 def scheduled_gamma(statistic: Tensor, gammas: tuple, thresholds: tuple) -> Tensor:
     """``gammas[i]`` where ``thresholds[i-1] <= statistic < thresholds[i]`` (vectorised lookup)."""
     gammas, thresholds = _schedule_tensors(gammas, thresholds, statistic.dtype, statistic.device)
-    return gammas[torch.bucketize(statistic, thresholds, right=True)]
+    return lookup(gammas, statistic, thresholds)
 
 
 @functools.lru_cache(maxsize=32)
