@@ -19,15 +19,15 @@ The forward keeps the three per-sample coefficients, of ``p``, of ``e_t`` and of
 classes ``e_j``, so the backward is one ``(N, K)`` pass over the softmax, written into it (two
 with the Brier term), two scatters and a few ``(N, 1)`` products with the incoming gradient,
 instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)`` gather/``log_softmax``
-backward that autograd would record. The forward computes the softmax in parts,
-``p = e / s`` with ``e = exp(z - max_k z_k)`` (:func:`softmax_parts`), and ``l_t = log p_t =
-z_t - max_k z_k - log s`` as ``log_softmax`` does, exact however small ``p_t``; the ``1 / s`` is
-folded into the per-sample coefficient of ``p``, so ``e`` is never normalised (except for the
-Brier term, whose backward needs ``p`` itself). With a number ``gamma``,
-``h = gamma B^(gamma-1) l_t``; with per-sample gammas, ``h = gamma B^gamma (l_t / B)``, which
-stays finite as ``B -> 0`` for every ``gamma >= 0`` (where ``l_t / B -> -1``); the value
-``B^gamma`` is exact. The batch reduction
-is done inside, so autograd records one node for the whole loss.
+backward that autograd would record. The forward computes the softmax in parts, ``p = e / s``
+with ``e = exp(z - z_t)``, from the differences ``z - z_t`` that the dual search also reads
+(:func:`target_softmax`); ``e_t = 1``, so ``l_t = log p_t = -log s``, as accurate as
+``log_softmax`` however small ``p_t``. The ``1 / s`` is folded into the per-sample coefficient
+of ``p``, so ``e`` is never normalised (except for the Brier term, whose backward needs ``p``
+itself). With a number ``gamma``, ``h = gamma B^(gamma-1) l_t``; with per-sample gammas,
+``h = gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every ``gamma >= 0``
+(where ``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction is done inside,
+so autograd records one node for the whole loss.
 
 At the batch sizes of training, the fixed cost of each PyTorch call (more when a Python number
 must be wrapped as a tensor) is a large part of a loss's time on a CPU (``make bench`` measures
@@ -188,7 +188,7 @@ def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tens
 
     ``e = exp(z - m)`` with ``m`` the row maximum, so ``e`` is 1 at the maximum and ``s``, the
     row sum of ``e``, is at least 1. ``log p_t = (z_t - m) - log s`` is what ``log_softmax``
-    computes: exact for every row, however small ``p_t`` (no underflow to ``log 0``).
+    computes: finite and accurate however small ``p_t`` (no underflow to ``log 0``).
     ``e`` is computed as ``exp2((z - m) log2(e))``: on CPUs PyTorch's ``exp2`` costs a third of
     its ``exp``, and the two steps together cost less than ``torch.softmax`` (``make bench``);
     the product with ``log2(e)`` adds one rounding to the exponent, a relative error of at most
@@ -209,7 +209,8 @@ def target_softmax(logits: Tensor, t: Tensor, difference: Tensor) -> tuple[Tenso
 
     ``e = exp(z - z_t)`` is written into ``difference`` (``z - z_t``, which the dual search also
     reads), so the softmax costs three passes (scale, ``exp2``, sum; see :func:`softmax_parts`)
-    and no row maximum. ``e_t = 1``, so ``s >= 1`` and ``log p_t = -log s`` exactly. In a row
+    and no row maximum. ``e_t = 1``, so ``s >= 1`` and ``log p_t = -log s``, finite however
+    small ``p_t``. In a row
     where some ``z_k - z_t`` is beyond the exponent range (about 88.7 in float32: a sample the
     network gets confidently wrong), ``e`` or ``s`` overflows to ``inf``; those rows, found with
     one host synchronisation, are recomputed shifted by their maximum (:func:`softmax_parts`).

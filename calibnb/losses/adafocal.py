@@ -84,8 +84,9 @@ def adafocal_loss(
 
     Each sample takes the gamma of the bin ``[edges[b], edges[b+1])`` its statistic ``d`` falls
     in (values beyond the outer edges go to the first or last bin): ``gamma >= 0`` gives
-    ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives ``-(1 + d)^|gamma| log p_t``, with ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j``
-    (``base="dual"``, the dual focal form of AdaDualFocal). No gradient flows through gamma.
+    ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives ``-(1 + d)^|gamma| log p_t``, with
+    ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j`` (``base="dual"``, the dual focal form of
+    AdaDualFocal). No gradient flows through gamma.
     """
     base = check_choice(base, "base", ("focal", "dual"))
     reduction = check_reduction(reduction)
