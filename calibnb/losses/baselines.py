@@ -155,14 +155,14 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
     ``O(N)`` steps cost half as much there as PyTorch calls (``make bench``), and the result is
     read on the host anyway; the gradient comes back in ``r``'s dtype, on its device.
     """
-    confidence = r.detach().cpu().numpy()
+    confidence = r.detach().to(device="cpu", dtype=torch.float64).numpy()
     hit = correct.cpu().numpy()
     m = int(np.count_nonzero(hit))
     n = hit.size - m
     if m == 0 or n == 0:
         return 0.0, torch.zeros_like(r)
     order = np.argsort(confidence)
-    ranked, hit = confidence[order].astype(np.float64), hit[order]
+    ranked, hit = confidence[order], hit[order]
     dv = np.where(hit, -1.0 / m, -1.0 / n)  # dv/dr
     v = np.where(hit, (1.0 - ranked) / m, -ranked / n)
     up = np.exp((ranked - 0.5) / width)  # centred exponents stay within +-50 for width >= 0.01
