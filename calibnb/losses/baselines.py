@@ -91,20 +91,21 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
         mmce, grad_r = mmce_with_gradient(r.view(-1), predicted.view(-1) == targets, width)
         penalty = lam * mmce
         ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, e
-        ctx.save_for_backward(logits, torch.cat([t, predicted], dim=1), r, grad_r.view(-1, 1).mul_(r))
+        ctx.save_for_backward(logits, t, predicted, r, grad_r.view(-1, 1).mul_(r))
         # the batch term once per sample: mean CE + lam MMCE_w, N times that for "sum"
         return reduce(logp_t.view(-1).neg().add_(penalty), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        logits, classes, inv_s, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
+        logits, t, predicted, inv_s, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
         e = take_softmax(ctx, lambda: softmax_parts(logits)[0])
         n = len(through_r)
         grad_ce = per_sample_gradient(grad, ctx.reduction, n).expand(n, 1)
         through_r = through_r * (grad_ce.sum() * ctx.lam)  # every sample carries lam MMCE_w
         grad_logits = e.mul_((grad_ce - through_r).mul_(inv_s))  # p (...) = e (...) / s
-        return grad_logits.scatter_add_(1, classes, torch.cat([grad_ce.neg(), through_r], dim=1)), None, None, None, None
+        grad_logits.scatter_add_(1, t, grad_ce.neg())
+        return grad_logits.scatter_add_(1, predicted, through_r), None, None, None, None
 
 
 def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
