@@ -7,6 +7,8 @@
   all three for one sweep file) and
   :func:`paired_verdict` judges a claim from per-seed differences (:func:`verdict_agreement`:
   how two regimes' verdicts relate);
+- :mod:`calibnb.runs.tables` makes the cells of the results chapter's tables (mean ± std over
+  seeds, paired calibrators, the selection table);
 - :mod:`calibnb.runs.atomic` writes every artifact atomically.
 """
 
