@@ -266,7 +266,8 @@ class _FocalFamily(torch.autograd.Function):
         smoothing: float, reduction: str,
     ) -> Tensor:
         t = targets.unsqueeze(1)
-        difference = torch.sub(logits, logits.gather(1, t))
+        logits_t = logits.gather(1, t)
+        difference = torch.sub(logits, logits_t)
         if dual != "none":
             index, weight = dual_classes(difference, dual)
         e, s, logp_t = target_softmax(logits, t, difference)  # p = e / s; the backward writes into e
@@ -300,7 +301,7 @@ class _FocalFamily(torch.autograd.Function):
         else:  # row p = (row / s) e: the backward needs no normalised softmax
             row = inv_s * row
         if smoothing:  # + alpha (e_t - 1/K)
-            loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
+            loss = loss.add_(logits_t - logits.mean(dim=1, keepdim=True), alpha=smoothing)
             at_target = at_target + smoothing
         ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
         ctx.softmax = e  # an attribute, not saved: the backward may write into it
