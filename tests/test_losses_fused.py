@@ -9,6 +9,7 @@ rows. Also: the fast row-wise argmin/argmax used to find ``p_j`` and the top lab
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,6 +28,7 @@ from calibnb.losses import (
     mmce_weighted,
 )
 from calibnb.losses._fused import row_argmax, row_argmin, softmax_parts
+from calibnb.losses.baselines import _ascending_order
 
 KS = [2, 10, 100]
 
@@ -359,3 +361,15 @@ def test_softmax_parts_are_the_softmax_and_log_softmax(dtype):
     assert torch.equal(e.amax(dim=1), torch.ones(64, dtype=dtype)) and s.ge(1).all()
     reference = torch.log_softmax(z.double(), dim=1).gather(1, t)
     torch.testing.assert_close(logp_t.double(), reference, rtol=4 * eps, atol=4 * eps)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mmce_sorts_confidences_with_ties_in_index_order(dtype):
+    """The sort behind MMCE's prefix sums (64-bit keys for float32, argsort otherwise)."""
+    values = np.random.default_rng(3).random(1000).astype(dtype)
+    values[::7] = values[0]  # ties
+    values[5] = 0.0
+    order = _ascending_order(values)
+    assert np.array_equal(values[order], np.sort(values))
+    if dtype == np.float32:  # the keys break ties by index
+        assert np.array_equal(order, np.argsort(values, kind="stable"))

