@@ -4,9 +4,10 @@ Run with ``.venv/bin/python bench/bench_losses.py``. Logits ``(4096, 100)`` floa
 CPU, with one thread and again with two. Each loss is timed in the same process as the
 baseline, alternating with it; with one thread by the CPU time of the calling thread
 (``time.thread_time``, which leaves out time spent descheduled on a shared machine), with two
-by wall time. The ratio of the minima over ``REPEATS`` alternations is printed (with 60 or
-100 alternations, the minimum of one loss moved by up to 0.4 between runs on the shared 2-core
-VM; with 300, by about 0.1).
+by wall time. The ratio of the minima over ``REPEATS`` rounds is printed; in each round every
+loss takes its turn, right after a baseline step. (Timing one loss after the other, 100
+alternations each, moved the minimum of one loss by up to 0.4 between runs on the shared 2-core
+VM, and 300 by up to 0.2: a slow stretch of the machine fell on whichever loss was being timed.)
 
 The target, a ratio of at most 1.5, applies to the papers' losses (:data:`CASES`) on one
 thread, where the ratio is the work per sample: passes over the logits and per-sample steps.
@@ -85,13 +86,17 @@ def step_time(loss_fn, logits: torch.Tensor, targets: torch.Tensor) -> float:
     return clock() - start
 
 
-def ratio_to_baseline(loss_fn, baseline, logits: torch.Tensor, targets: torch.Tensor) -> float:
-    """min time of ``loss_fn`` / min time of ``baseline``, measured alternately."""
-    loss_times, base_times = [], []
+def ratios_to_baseline(losses: dict, baseline, logits: torch.Tensor, targets: torch.Tensor) -> dict:
+    """``{label: min time of the loss / min time of baseline}``, each loss timed right after a
+    baseline step, the losses in turn within each of ``REPEATS`` rounds: a stretch in which the
+    shared machine runs slow falls on every loss alike instead of on the one being timed."""
+    loss_times = {label: [] for label in losses}
+    base_times = {label: [] for label in losses}
     for _ in range(REPEATS):
-        base_times.append(step_time(baseline, logits, targets))
-        loss_times.append(step_time(loss_fn, logits, targets))
-    return min(loss_times) / min(base_times)
+        for label, loss_fn in losses.items():
+            base_times[label].append(step_time(baseline, logits, targets))
+            loss_times[label].append(step_time(loss_fn, logits, targets))
+    return {label: min(loss_times[label]) / min(base_times[label]) for label in losses}
 
 
 def adafocal_with_fitted_bins(params: dict, logits: torch.Tensor, targets: torch.Tensor):
@@ -136,14 +141,15 @@ def compare_all(threads: int) -> None:
     clock = "CPU time" if threads == 1 else "wall time"
     print(f"ratio = min {clock} of the loss / min {clock} of F.cross_entropy"
           + ("" if held else " (for information: the target applies to one thread)"))
-    worst = 0.0
+    losses = {}
     for label, params in {**CASES, **ABLATIONS}.items():
         name = label.split(" ")[0]
         if name in ("adafocal", "calfocal"):
-            loss = adafocal_with_fitted_bins({"name": name, **params}, logits, targets)
+            losses[label] = adafocal_with_fitted_bins({"name": name, **params}, logits, targets)
         else:
-            loss = get_loss(name, **params)
-        ratio = ratio_to_baseline(loss, baseline, logits, targets)
+            losses[label] = get_loss(name, **params)
+    worst = 0.0
+    for label, ratio in ratios_to_baseline(losses, baseline, logits, targets).items():
         if label in ABLATIONS:
             note = "  (a Table-4 ablation: not held to the target)"
         else:
