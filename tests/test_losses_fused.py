@@ -373,3 +373,6 @@ def test_mmce_sorts_confidences_with_ties_in_index_order(dtype):
     assert np.array_equal(values[order], np.sort(values))
     if dtype == np.float32:  # the keys break ties by index
         assert np.array_equal(order, np.argsort(values, kind="stable"))
+    signed = values.copy()
+    signed[[1, 2]] = -0.5, -0.0  # no longer ordered by their bits: argsort instead
+    assert np.array_equal(signed[_ascending_order(signed)], np.sort(signed))

@@ -182,13 +182,14 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
 
 
 def _ascending_order(values: np.ndarray) -> np.ndarray:
-    """The permutation that sorts non-negative ``values`` (confidences).
+    """The permutation that sorts ``values`` (confidences).
 
-    float32 values are sorted as 64-bit keys, the value's bits above its index: the bits of a
-    non-negative float order as the float does, and numpy sorts 64-bit integers with SIMD
-    instructions where its argsort cannot (38 against 78 us for 4096 values on AVX2).
+    Non-negative float32 values are sorted as 64-bit keys, the value's bits above its index: the
+    bits of a float without its sign bit order as the float does, and numpy sorts 64-bit
+    integers with SIMD instructions where its argsort cannot (38 against 78 us for 4096 values
+    on AVX2). Other values go to ``np.argsort``.
     """
-    if values.dtype != np.float32 or values.size >= 2**32:
+    if values.dtype != np.float32 or values.size >= 2**32 or np.signbit(values).any():
         return np.argsort(values)
     keys = values.view(np.uint32).astype(np.uint64) << np.uint64(32) | np.arange(values.size, dtype=np.uint64)
     keys.sort()
