@@ -19,11 +19,11 @@ Two kinds of line are printed for information and not held to it:
 - the two-thread ratios. ``F.cross_entropy`` is two large kernels, which split across threads;
   a calibnb loss is 35 to 75 PyTorch operations forward and backward (``F.cross_entropy``: 8),
   most of them on ``(N, 1)`` per-sample columns that do not split, with a fixed cost per call of
-  0.3-0.4 ms on this machine (at N = 8: 0.38 ms for dual focal loss, 0.06 ms for
-  ``F.cross_entropy``). On the 2-vCPU VM, OpenMP's
-  idle worker also wakes too late to share operations of 50-200 us: ``exp2`` over the logits,
-  between other operations, took 216 us on one thread and 210 on two (116 with
-  ``OMP_WAIT_POLICY=ACTIVE``, which a library must not set for its users).
+  0.3-0.45 ms on this machine (at N = 8: 0.29 ms for focal loss, 0.39 ms for dual focal loss,
+  0.07 ms for ``F.cross_entropy``). On the 2-vCPU VM, OpenMP's idle worker also wakes too late
+  to share operations of 50-200 us: ``exp2`` over the logits, between other operations, took
+  216 us on one thread and 210 on two (116 with ``OMP_WAIT_POLICY=ACTIVE``, which a library
+  must not set for its users).
 
 The allocator is first put in a steady state (glibc's ``mallopt``: no ``mmap`` for these
 buffers, no trimming of the heap), for the baseline and the losses alike. Otherwise every
