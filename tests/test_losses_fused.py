@@ -27,7 +27,7 @@ from calibnb.losses import (
     mmce_loss,
     mmce_weighted,
 )
-from calibnb.losses._fused import row_argmax, row_argmin, softmax_parts
+from calibnb.losses._fused import difference_to_target, row_argmax, row_argmin, softmax_parts, target_softmax
 from calibnb.losses.baselines import _ascending_order
 
 KS = [2, 10, 100]
@@ -376,3 +376,26 @@ def test_mmce_sorts_confidences_with_ties_in_index_order(dtype):
     signed = values.copy()
     signed[[1, 2]] = -0.5, -0.0  # no longer ordered by their bits: argsort instead
     assert np.array_equal(signed[_ascending_order(signed)], np.sort(signed))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_target_softmax_is_shifted_by_the_target_and_falls_back_where_exp_overflows(dtype):
+    """What the focal-loss chapter states: e_t = 1, so s >= 1 and log p_t = -log s, log_softmax's
+    value; rows whose differences overflow exp are those of softmax_parts (the max shift)."""
+    gen = torch.Generator().manual_seed(11)
+    z = (6.0 * torch.randn(32, 50, generator=gen)).to(dtype)
+    t = torch.randint(0, 50, (32, 1), generator=gen)
+    gap = 200.0 if dtype == torch.float32 else 1000.0  # beyond exp's range: the fallback
+    z[3, (t[3, 0] + 1) % 50] = z[3, t[3, 0]] + gap
+    e, s, logp_t = target_softmax(z, t, difference_to_target(z, t))
+    regular = torch.ones(32, dtype=torch.bool)
+    regular[3] = False
+    assert torch.equal(e.gather(1, t)[regular], torch.ones(31, 1, dtype=dtype))
+    assert s.ge(1).all() and torch.isfinite(s).all()
+    assert torch.equal(logp_t[regular], -s.log()[regular])
+    eps = torch.finfo(dtype).eps
+    reference = torch.log_softmax(z.double(), dim=1).gather(1, t)
+    torch.testing.assert_close(logp_t.double(), reference, rtol=8 * eps, atol=8 * eps)
+    fallback = softmax_parts(z[3:4], t[3:4])
+    assert torch.equal(e[3:4], fallback[0]) and torch.equal(s[3:4], fallback[1])
+    assert torch.equal(logp_t[3:4], fallback[3])

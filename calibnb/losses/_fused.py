@@ -197,8 +197,7 @@ def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tens
     ``t`` ``(N, 1)`` holds the targets; without it, ``log p_t`` is None.
     """
     m = logits.amax(dim=1, keepdim=True)
-    e = torch.sub(logits, m).mul_(LOG2_E).exp2_()
-    s = e.sum(dim=1, keepdim=True)
+    e, s = _exp_and_sum(torch.sub(logits, m))
     if t is None:
         return e, s, m, None
     return e, s, m, logits.gather(1, t).sub_(m).sub_(s.log())
@@ -215,13 +214,25 @@ def target_softmax(logits: Tensor, t: Tensor, difference: Tensor) -> tuple[Tenso
     those rows, found with one host synchronisation, are recomputed shifted by their maximum
     (:func:`softmax_parts`). ``t`` ``(N, 1)`` holds the targets.
     """
-    e = difference.mul_(LOG2_E).exp2_()
-    s = e.sum(dim=1, keepdim=True)
+    e, s = _exp_and_sum(difference)
     logp_t = s.log().neg_()
     if s.max().item() == float("inf"):
         rows = (s.view(-1) == float("inf")).nonzero()[:, 0]
         e[rows], s[rows], _, logp_t[rows] = softmax_parts(logits[rows], t[rows])
     return e, s, logp_t
+
+
+def difference_to_target(logits: Tensor, t: Tensor) -> Tensor:
+    """``z - z_t`` ``(N, K)`` for targets ``t`` ``(N, 1)``: what the dual search and
+    :func:`target_softmax` read."""
+    return torch.sub(logits, logits.gather(1, t))
+
+
+def _exp_and_sum(shifted: Tensor) -> tuple[Tensor, Tensor]:
+    """``exp`` of the shifted logits, in place (as ``exp2`` of their product with ``log2(e)``,
+    :func:`softmax_parts`), and its row sums."""
+    e = shifted.mul_(LOG2_E).exp2_()
+    return e, e.sum(dim=1, keepdim=True)
 
 
 def _focal_terms(rule: GammaRule, p_t: Tensor, p_j: "Tensor | float", logp_t: Tensor):
@@ -266,8 +277,7 @@ class _FocalFamily(torch.autograd.Function):
         smoothing: float, reduction: str,
     ) -> Tensor:
         t = targets.unsqueeze(1)
-        logits_t = logits.gather(1, t)
-        difference = torch.sub(logits, logits_t)
+        difference = difference_to_target(logits, t)
         if dual != "none":
             index, weight = dual_classes(difference, dual)
         e, s, logp_t = target_softmax(logits, t, difference)  # p = e / s; the backward writes into e
@@ -301,7 +311,7 @@ class _FocalFamily(torch.autograd.Function):
         else:  # row p = (row / s) e: the backward needs no normalised softmax
             row = inv_s * row
         if smoothing:  # + alpha (e_t - 1/K)
-            loss = loss.add_(logits_t - logits.mean(dim=1, keepdim=True), alpha=smoothing)
+            loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
             at_target = at_target + smoothing
         ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
         ctx.softmax = e  # an attribute, not saved: the backward may write into it
@@ -341,7 +351,7 @@ def take_softmax(ctx, recompute: Callable[[], Tensor]) -> Tensor:
 
 def _target_softmax_again(logits: Tensor, t: Tensor, normalised: bool) -> Tensor:
     """The focal family's softmax buffer, recomputed as its forward computed it."""
-    e, s, _ = target_softmax(logits, t, torch.sub(logits, logits.gather(1, t)))
+    e, s, _ = target_softmax(logits, t, difference_to_target(logits, t))
     return e.mul_(s.reciprocal_()) if normalised else e
 
 

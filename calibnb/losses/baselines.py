@@ -153,8 +153,9 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
     ``d(v^T K v)/dr_i = 2 (K v)_i dv_i/dr_i - 2 v_i (left_i - right_i) / width``
     with ``(K v)_i = left_i + right_i - v_i`` and ``dv_i/dr_i = -1/m`` (correct) or ``-1/n``.
     The ``N`` numbers are worked on in float64 with numpy on the host: the sort and the dozen
-    ``O(N)`` steps cost half as much there as PyTorch calls (``make bench``), and the result is
-    read on the host anyway; the gradient comes back in ``r``'s dtype, on its device.
+    ``O(N)`` steps cost two thirds of the same steps as PyTorch calls (207 against 300 us for
+    4096 confidences), and the result is read on the host anyway; the gradient comes back in
+    ``r``'s dtype, on its device.
     """
     confidence = r.detach().cpu()
     confidence = (confidence if confidence.dtype == torch.float64 else confidence.float()).numpy()

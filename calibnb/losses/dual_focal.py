@@ -18,7 +18,7 @@ from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
 from calibnb.losses._common import check_logits_targets, check_reduction
-from calibnb.losses._fused import DUAL_CHOICES, dual_classes, focal_family
+from calibnb.losses._fused import DUAL_CHOICES, difference_to_target, dual_classes, focal_family
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
 #: The choices of ``dual`` (Table 4 of Tao et al. 2023); ``"none"`` is internal (focal loss).
@@ -82,7 +82,7 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
     """
     dual = check_choice(dual, "dual", DUALS)
     with torch.no_grad():
-        index, weight = dual_classes(logp - logp.gather(1, targets[:, None]), dual)
+        index, weight = dual_classes(difference_to_target(logp, targets[:, None]), dual)
     picked = logp.gather(1, torch.cat([targets[:, None], index], dim=1))
     return picked[:, 0], (weight * picked[:, 1:].exp()).sum(1)
 
