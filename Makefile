@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_SHA256  := 1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09
 MATHJAX         := _mathjax/mathjax/es5/tex-mml-chtml.js
 
-.PHONY: install book test test-slow test-browser test-all bench freeze clean
+.PHONY: install data book publish test test-slow test-transcriptions test-browser test-all bench freeze clean
 
 install: $(STAMP)
 
@@ -30,12 +30,31 @@ $(MATHJAX):
 	mkdir -p _mathjax.tmp/site/mathjax && mv _mathjax.tmp/package/es5 _mathjax.tmp/site/mathjax/es5
 	rm -rf _mathjax && mv _mathjax.tmp/site _mathjax && rm -rf _mathjax.tmp
 
-book: $(STAMP) $(MATHJAX)
+# The data sets the book executes on: found where calibnb.data.load_dataset looks
+# (CALIBNB_DATA, Debian's /usr/share/datasets, the per-user cache), else fetched into the cache
+# ($$XDG_CACHE_HOME/calibnb, else ~/.cache/calibnb): the published files, else Debian's package.
+data: $(STAMP)
+	$(BIN)/python -m calibnb fetch fashion-mnist
+
+book: $(STAMP) $(MATHJAX) data
 	$(BIN)/jupyter-book build . -W -n --keep-going
+
+# Publish the built book to the gh-pages branch of the `origin` remote (GitHub Pages); the
+# workflow .github/workflows/book.yml does the same on every push to main.
+publish: $(STAMP)
+	test -f _build/html/index.html || { echo "error: run 'make book' first" >&2; exit 2; }
+	$(BIN)/ghp-import -n -p -f _build/html
 
 # Fast unit and property tests (a few minutes on 2 cores).
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser"
+	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions"
+
+# A maintainer's check: every number of book/paper_tables/ re-read from the papers' texts, which
+# are not in the repository. PAPERS is the folder holding them (CI: ../shared/papers).
+test-transcriptions: $(STAMP)
+	@test -n "$(PAPERS)" || { echo "error: give the folder of the papers' texts: make test-transcriptions PAPERS=<folder>" >&2; exit 2; }
+	@test -d "$(PAPERS)" || { echo "error: PAPERS=$(PAPERS) is not a folder" >&2; exit 2; }
+	CALIBNB_PAPERS="$(abspath $(PAPERS))" $(PYTEST) -m transcriptions tests/test_paper_tables.py
 
 # Integration tests and the notebooks, each executed in a fresh kernel.
 test-slow: $(STAMP)

@@ -1,8 +1,9 @@
-"""Command line: ``python -m calibnb run|sweep|prune``.
+"""Command line: ``python -m calibnb run|sweep|prune|fetch``.
 
     python -m calibnb run nbs/train.md -p loss dual_focal_loss -p gamma 5 [-f params.yaml] [--out DIR]
     python -m calibnb sweep configs/dfl_table1.yaml [--executor inprocess|local|slurm] [--dry-run]
     python -m calibnb prune configs/fashion_mnist_cpu.yaml
+    python -m calibnb fetch fashion-mnist      # what `make data` runs: find or fetch the data
 
 ``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
 bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;
@@ -44,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
         "prune", help="reduce the runs that lose the sweep's validation selection to their validation part"
     )
     prune.add_argument("config", type=Path, help="a sweep file with a 'select' section")
+
+    fetch = commands.add_parser(
+        "fetch", help="find each data set where load_dataset looks, else fetch it into the cache"
+    )
+    fetch.add_argument("names", nargs="+", metavar="NAME")
     return parser
 
 
@@ -55,9 +61,23 @@ def _mapping(text: str, what: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "fetch":
+        import logging
+
+        from calibnb.data import FetchError, fetch_dataset
+
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        try:
+            for name in args.names:
+                print(f"{name}: {fetch_dataset(name)}")
+        except (FetchError, FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
     from calibnb import runs
 
-    args = _parser().parse_args(argv)
     if args.command == "run":
         params: dict = {}
         for path in args.file:

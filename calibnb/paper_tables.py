@@ -2,7 +2,8 @@
 
 The result chapters set calibnb's runs beside these numbers. Every CSV is one table of one paper
 in long form, one printed number per row, with the line of the paper's text it was read from
-(``source_line``, 1-based, in the file of :data:`PAPER_FILES` under ``../shared/papers/``):
+(``source_line``, 1-based, in the paper's text named by :data:`PAPER_FILES`; the texts are not
+in the repository, and ``make test-transcriptions PAPERS=<folder>`` re-reads every number there):
 
 ===================  ==========================================================================
 file                 table
@@ -42,7 +43,7 @@ COLUMNS = (
 )
 #: One printed number is identified by these columns; no two rows may share them.
 KEY = ("paper", "table", "dataset", "model", "method", "method_params", "metric", "stage")
-#: Paper key -> its full text in ``../shared/papers/`` (what ``source_line`` points into).
+#: Paper key -> the file name of its full text (what ``source_line`` points into).
 PAPER_FILES = {
     "ghosh2022": "adafocal_ghosh2022.md",
     "tao2023": "dual_focal_loss_tao2023.md",

@@ -1,8 +1,10 @@
 """The papers' tables in ``book/paper_tables/``: shape, names, and every number re-read from the
 paper's text at its ``source_line``.
 
-The texts live next to the repository, in ``../shared/papers/`` (as in CI). The per-row check
-re-derives each row's dataset, model, column and number from the paper's line independently of
+Re-reading the papers is a maintainer's check, not a user's: the texts are not in the repository.
+Those tests are marked ``transcriptions`` and run by ``make test-transcriptions PAPERS=<folder>``
+(CI passes ``../shared/papers``), which hands the folder over as ``$CALIBNB_PAPERS``; ``make
+test`` runs the rest, which need only the CSV files. The per-row check re-derives each row's dataset, model, column and number from the paper's line independently of
 the CSV files: the numbers a row group claims must be exactly the last numbers printed on its
 line, in the table's column order.
 """
@@ -10,6 +12,7 @@ line, in the table's column order.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 from pathlib import Path
@@ -25,7 +28,6 @@ from calibnb.paper_tables import (
     paper_table,
 )
 
-PAPERS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "papers"
 TABLES_DIR = Path(__file__).resolve().parents[1] / "book" / "paper_tables"
 
 ROW_COUNTS = {
@@ -110,8 +112,16 @@ def tables() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def paper_lines() -> dict[str, list[str]]:
+    """Each paper's text as lines, from the folder in ``$CALIBNB_PAPERS``."""
+    folder = os.environ.get("CALIBNB_PAPERS")
+    if not folder:
+        pytest.fail("the transcription checks read the papers' texts: run them with "
+                    "`make test-transcriptions PAPERS=<folder with the papers' .md files>`")
+    missing = [file for file in PAPER_FILES.values() if not (Path(folder) / file).is_file()]
+    if missing:
+        pytest.fail(f"CALIBNB_PAPERS={folder} lacks {', '.join(missing)}")
     return {
-        paper: (PAPERS_DIR / file).read_text(encoding="utf-8").splitlines()
+        paper: (Path(folder) / file).read_text(encoding="utf-8").splitlines()
         for paper, file in PAPER_FILES.items()
     }
 
@@ -244,6 +254,7 @@ def test_at_least_five_spot_values_per_table():
     assert (counts >= 5).all(), counts
 
 
+@pytest.mark.transcriptions
 @pytest.mark.parametrize("spot", SPOTS, ids=lambda s: "-".join(map(str, s[:4] + s[5:7])))
 def test_spot_value(spot, paper_lines):
     name, dataset, model, method, params, metric, stage, value, temperature, std, line, printed = spot
@@ -364,6 +375,7 @@ def _numbers(row: pd.Series) -> list[float]:
     return [row["value"]] + [row[c] for c in ("std", "temperature") if not math.isnan(row[c])]
 
 
+@pytest.mark.transcriptions
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_every_grid_row_is_its_cell(name, paper_lines):
     frame = paper_table(name)
@@ -391,6 +403,7 @@ def _fts_method(label: str) -> tuple[str, str]:
             "ADAFOCAL": ("adafocal", "")}[label]
 
 
+@pytest.mark.transcriptions
 def test_every_fts_row_is_its_cell(paper_lines):
     frame = paper_table("fts_table1")
     lines = paper_lines["komisarenko2024"]

@@ -4,6 +4,7 @@
 
     from calibnb.data import load_dataset, train_val_split, augment, normalize
 
+    fetch_dataset("fashion-mnist")                # once: into the per-user cache (make data)
     ds = load_dataset("fashion-mnist")            # Dataset: uint8 (N, 1, 28, 28) tensors
     train_idx, val_idx = train_val_split(len(ds.y_train), val_size=5000, seed=1)
     g = torch.Generator().manual_seed(0)
@@ -13,7 +14,8 @@ Shape convention: images ``(N, C, H, W)``, signals ``(N, C, L)``, labels ``(N,)`
 """
 
 from .augment import augment, normalize, random_crop, random_hflip
-from .datasets import DATASETS, Dataset, load_dataset
+from .datasets import DATASETS, Dataset, fetch_dataset, load_dataset
+from .fetch import FetchError, cache_dir
 from .integrity import EXPECTED_MD5, md5sum, verify_file
 from .shifts import SHIFTS, gaussian_noise, load_shift, mnist_digits
 from .splits import train_val_split
@@ -22,8 +24,11 @@ __all__ = [
     "DATASETS",
     "Dataset",
     "EXPECTED_MD5",
+    "FetchError",
     "SHIFTS",
     "augment",
+    "cache_dir",
+    "fetch_dataset",
     "gaussian_noise",
     "load_dataset",
     "load_shift",

@@ -9,10 +9,10 @@
   how two regimes' verdicts relate);
 - :mod:`calibnb.runs.tables` makes the cells of the results chapter's tables (mean ± std over
   seeds, paired calibrators, the selection table);
-- :mod:`calibnb.runs.atomic` writes every artifact atomically.
+- :mod:`calibnb.atomic` (below both runs and train) writes every artifact atomically.
 """
 
-from .atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
+from ..atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
 from .execute import code_version, execute, is_finished, run_training
 from .methods import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
                       verdict_agreement)

@@ -18,7 +18,7 @@ import yaml
 
 import calibnb
 
-from .atomic import atomic_path, write_json, write_text
+from ..atomic import atomic_path, write_json, write_text
 
 FINISHED_MARKER = "metrics.json"
 

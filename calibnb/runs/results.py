@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .atomic import write_json
+from ..atomic import write_json
 from .execute import FINISHED_MARKER
 from .methods import label_methods
 from .naming import EXECUTION_KEYS

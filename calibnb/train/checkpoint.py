@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ..runs.atomic import atomic_path
+from ..atomic import atomic_path
 
 CHECKPOINT = "checkpoint.pt"
 

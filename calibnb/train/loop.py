@@ -26,7 +26,7 @@ from ..data import load_dataset, load_shift, normalize, train_val_split
 from ..losses import AdaFocalLoss, get_loss
 from ..metrics import ece, nll
 from ..models import get_model
-from ..runs.atomic import save_logits, write_json, write_text
+from ..atomic import save_logits, write_json, write_text
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
