@@ -269,3 +269,20 @@ def test_fused_kernel_equals_the_exact_kernel(k, gammas):
         exact = _focal_top_kernel(*args)
         for a, b in zip(fused, exact):
             torch.testing.assert_close(a, b, rtol=2e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("criterion", ["ece", "nll"])
+@pytest.mark.parametrize("k", [3, 10])
+def test_the_papers_loop_selects_what_the_fast_grid_selects(criterion, k):
+    """``search="loop"`` is the reference (the paper's search written plainly); the default grid
+    gives the same surface to rounding and so the same (γ, T) and score."""
+    rng = np.random.default_rng(k)
+    z = rng.normal(scale=3.0, size=(400, k))
+    y = np.where(rng.random(400) < 0.6, z.argmax(1), rng.integers(0, k, 400))
+    temperatures = np.round(np.arange(1, 31) * 0.1, 10)
+    loop = FocalTemperatureScaling(temperatures=temperatures, criterion=criterion, search="loop").fit(z, y)
+    grid = FocalTemperatureScaling(temperatures=temperatures, criterion=criterion).fit(z, y)
+    np.testing.assert_allclose(loop.scores_, grid.scores_, rtol=0, atol=1e-12)
+    assert (loop.gamma_, loop.temperature_) == (grid.gamma_, grid.temperature_)
+    assert loop.best_score_ == pytest.approx(grid.best_score_, abs=1e-12)
+    np.testing.assert_array_equal(loop.predict_proba(z), grid.predict_proba(z))

@@ -8,11 +8,14 @@ calibnb's ``"mean"`` is that sum divided by N.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+import calibnb.losses
 from calibnb.losses import (
     LOSSES,
     AdaFocalLoss,
@@ -467,3 +470,23 @@ def test_loss_along_pt_gives_the_analytic_focal_derivative():
     np.testing.assert_allclose(values, -((1 - p + p_j) ** 2) * np.log(p), rtol=1e-12)
     with pytest.raises(ValueError, match="p_t must be"):
         loss_along_pt(lambda z, t: focal_loss(z, t, reduction="none"), [0.0, 0.5])
+
+
+MODULE_CASES = [(name, cls) for name, cls in LOSSES.items() if name not in ("adafocal", "calfocal")]
+
+
+@pytest.mark.parametrize(("name", "cls"), MODULE_CASES, ids=[name for name, _ in MODULE_CASES])
+def test_every_module_is_a_written_out_class_equal_to_its_functional(name, cls):
+    """The module classes are ordinary classes a reader can open (``inspect.getsource``), whose
+    parameters are the functional's, and whose output is the functional's."""
+    source = inspect.getsource(cls)
+    assert source.startswith(f"class {cls.__name__}(") and "def forward" in source
+    functional = getattr(calibnb.losses, name)
+    assert cls.functional is functional
+    public = list(inspect.signature(functional).parameters.values())[2:]
+    ours = list(inspect.signature(cls).parameters.values())
+    assert [(p.name, p.default) for p in ours] == [(p.name, p.default) for p in public]
+    z, t = logits_case(10, torch.float64)
+    for reduction in ("mean", "none"):
+        torch.testing.assert_close(cls(reduction=reduction)(z, t), functional(z, t, reduction=reduction))
+    assert repr(cls()).startswith(f"{cls.__name__}(") and "reduction='mean'" in repr(cls())

@@ -1,4 +1,4 @@
-"""The other post-hoc calibrators the papers compare against, scikit-learn style.
+"""The other post-hoc calibrators the papers compare against, as scikit-learn estimators.
 
 * :class:`EnsembleTemperatureScaling` — Zhang et al. (2020), Mix-n-Match, Eq. (9): a convex
   combination ``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` (AdaFocal's Table 3).
@@ -21,7 +21,9 @@ import numpy as np
 from scipy.interpolate import make_lsq_spline
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import softmax
+from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
+from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_choice, check_int, check_labels, check_logits
 from ..metrics.binning import assign_bins, mass_edges_sorted
@@ -32,13 +34,7 @@ def _validated(logits, labels):
     return z, check_labels(labels, z.shape[0], z.shape[1], "labels")
 
 
-def _check_fitted(estimator, attribute: str) -> None:
-    if not hasattr(estimator, attribute):
-        raise ValueError(
-            f"{type(estimator).__name__} is not fitted yet: call fit(logits, labels) first")
-
-
-class EnsembleTemperatureScaling:
+class EnsembleTemperatureScaling(BaseEstimator):
     """Ensemble temperature scaling (Zhang et al. 2020, Mix-n-Match, Section 3.1).
 
     ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
@@ -68,7 +64,7 @@ class EnsembleTemperatureScaling:
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        _check_fitted(self, "weights_")
+        check_is_fitted(self, "weights_")
         return np.tensordot(self.weights_, self._parts(check_logits(logits, "logits")), axes=1)
 
     def _parts(self, z: np.ndarray) -> np.ndarray:
@@ -84,18 +80,17 @@ def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
     return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
 
 
-class _TopLabelCalibrator:
+class _TopLabelCalibrator(BaseEstimator):
     """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring)."""
 
     def fit(self, logits, labels):
         z, y = _validated(logits, labels)
         p = softmax(z, axis=1)
         self._fit_top(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))
-        self.fitted_ = True
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        _check_fitted(self, "fitted_")
+        check_is_fitted(self)  # any fitted attribute (ending in "_") of the subclass
         p = softmax(check_logits(logits, "logits"), axis=1)
         n, k = p.shape
         rows, top = np.arange(n), p.argmax(axis=1)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_choice, check_int, check_labels, check_logits
 from ..metrics import ece
@@ -25,8 +27,8 @@ PAPER_TEMPERATURES = np.round(np.arange(1, 101) * 0.1, 10)
 LOG_T_BOUNDS = (-10.0, 10.0)
 
 
-class TemperatureScaling:
-    """Temperature scaling, scikit-learn style.
+class TemperatureScaling(BaseEstimator):
+    """Temperature scaling, a scikit-learn estimator (``clone``, ``get_params``, ``NotFittedError``).
 
     Parameters
     ----------
@@ -78,8 +80,7 @@ class TemperatureScaling:
 
     def predict_proba(self, logits) -> np.ndarray:
         """``softmax(logits / temperature_)`` in float64."""
-        if not hasattr(self, "temperature_"):
-            raise ValueError("TemperatureScaling is not fitted yet: call fit(logits, labels) first")
+        check_is_fitted(self, "temperature_")
         return softmax(check_logits(logits, "logits") / self.temperature_, axis=1)
 
 

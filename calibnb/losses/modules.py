@@ -1,70 +1,185 @@
-"""``torch.nn.Module`` twins of the functional losses, generated from their signatures.
+"""``torch.nn.Module`` forms of the functional losses, written out as ``torch.nn`` writes its own.
 
-``FocalLoss(gamma=2)(logits, targets)`` is ``focal_loss(logits, targets, gamma=2)``. A twin
-takes the keyword parameters of its functional (same names, same defaults), stores them as
-attributes and checks them at construction by evaluating the loss once on a 1 x 2 example,
-so a bad hyper-parameter fails where the loss is built, with the functional's own message.
+``FocalLoss(gamma=2)(logits, targets)`` is ``focal_loss(logits, targets, gamma=2)``. Each class
+takes the keyword parameters of its functional (same names, same defaults), checks them in
+``__init__`` with the functional's own checks, so a bad hyper-parameter fails where the loss is
+built, stores them as attributes, and calls the functional in ``forward``.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Sequence
 
-import torch
 from torch import Tensor, nn
 
+from calibnb._validation import check_choice, check_real
+from calibnb.losses._common import check_reduction
 from calibnb.losses.baselines import brier_loss, label_smoothing_loss, mmce_loss
-from calibnb.losses.dual_focal import dual_focal_loss, dual_focal_loss_sd
+from calibnb.losses.dual_focal import check_dual, dual_focal_loss, dual_focal_loss_sd
 from calibnb.losses.fcl import focal_calibration_loss
-from calibnb.losses.focal import cross_entropy, focal_loss, focal_loss_sd, inverse_focal_loss
+from calibnb.losses.focal import (
+    FLSD53_GAMMAS,
+    FLSD_THRESHOLDS,
+    check_schedule,
+    cross_entropy,
+    focal_loss,
+    focal_loss_sd,
+    inverse_focal_loss,
+)
 
 
-def _twin(name: str, loss: Callable[..., Tensor]) -> type[nn.Module]:
-    """Build the ``nn.Module`` class that calls ``loss`` with stored hyper-parameters."""
-    hyper = list(inspect.signature(loss).parameters.values())[2:]  # after (logits, targets)
-    signature = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY), *hyper])
-    names = tuple(p.name for p in hyper)
+class _Loss(nn.Module):
+    """What the loss modules share: their functional, and their hyper-parameters by name."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        nn.Module.__init__(self)
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        for key in names:
-            setattr(self, key, bound.arguments[key])
-        loss(torch.zeros(1, 2), torch.zeros(1, dtype=torch.long), **self.hyperparameters())
+    functional = staticmethod(cross_entropy)
+
+    def __init__(self, reduction: str) -> None:
+        super().__init__()
+        self.reduction = check_reduction(reduction)
 
     def hyperparameters(self) -> dict:
-        return {key: getattr(self, key) for key in names}
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return loss(logits, targets, **self.hyperparameters())
+        """The functional's keyword arguments, as stored (``reduction`` included)."""
+        names = list(inspect.signature(self.functional).parameters)[2:]
+        return {name: getattr(self, name) for name in names}
 
     def extra_repr(self) -> str:
         return ", ".join(f"{key}={value!r}" for key, value in self.hyperparameters().items())
 
-    __init__.__signature__ = signature
-    doc = f"Module form of :func:`calibnb.losses.{loss.__name__}`.\n\n{inspect.getdoc(loss)}"
-    namespace = {
-        "__init__": __init__,
-        "hyperparameters": hyperparameters,
-        "forward": forward,
-        "extra_repr": extra_repr,
-        "__doc__": doc,
-        "__module__": __name__,
-        "__qualname__": name,
-        "functional": staticmethod(loss),
-    }
-    return type(name, (nn.Module,), namespace)
+
+class CrossEntropyLoss(_Loss):
+    """Module form of :func:`calibnb.losses.cross_entropy`: ``-log p_t``."""
+
+    functional = staticmethod(cross_entropy)
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return cross_entropy(logits, targets, reduction=self.reduction)
 
 
-CrossEntropyLoss = _twin("CrossEntropyLoss", cross_entropy)
-FocalLoss = _twin("FocalLoss", focal_loss)
-FocalLossSD = _twin("FocalLossSD", focal_loss_sd)
-InverseFocalLoss = _twin("InverseFocalLoss", inverse_focal_loss)
-DualFocalLoss = _twin("DualFocalLoss", dual_focal_loss)
-DualFocalLossSD = _twin("DualFocalLossSD", dual_focal_loss_sd)
-FocalCalibrationLoss = _twin("FocalCalibrationLoss", focal_calibration_loss)
-BrierLoss = _twin("BrierLoss", brier_loss)
-LabelSmoothingLoss = _twin("LabelSmoothingLoss", label_smoothing_loss)
-MMCELoss = _twin("MMCELoss", mmce_loss)
+class FocalLoss(_Loss):
+    """Module form of :func:`calibnb.losses.focal_loss`: ``-(1 - p_t)^γ log p_t`` (Mukhoti et al.
+    2020, Eq. 1)."""
+
+    functional = staticmethod(focal_loss)
+
+    def __init__(self, gamma: float = 3.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return focal_loss(logits, targets, self.gamma, reduction=self.reduction)
+
+
+class FocalLossSD(_Loss):
+    """Module form of :func:`calibnb.losses.focal_loss_sd` (FLSD, Mukhoti et al. 2020, §5)."""
+
+    functional = staticmethod(focal_loss_sd)
+
+    def __init__(self, gammas: Sequence[float] = FLSD53_GAMMAS, thresholds: Sequence[float] = FLSD_THRESHOLDS,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gammas, self.thresholds = check_schedule(gammas, thresholds)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction)
+
+
+class InverseFocalLoss(_Loss):
+    """Module form of :func:`calibnb.losses.inverse_focal_loss`: ``-(1 + p_t)^γ log p_t`` (Ghosh
+    et al. 2022, Eq. 1)."""
+
+    functional = staticmethod(inverse_focal_loss)
+
+    def __init__(self, gamma: float = 1.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return inverse_focal_loss(logits, targets, self.gamma, reduction=self.reduction)
+
+
+class DualFocalLoss(_Loss):
+    """Module form of :func:`calibnb.losses.dual_focal_loss`: ``-(1 - p_t + p_j)^γ log p_t`` (Tao
+    et al. 2023, Eq. 3)."""
+
+    functional = staticmethod(dual_focal_loss)
+
+    def __init__(self, gamma: float = 5.0, dual: str | float = "largest", reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+        self.dual = check_dual(dual)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return dual_focal_loss(logits, targets, self.gamma, self.dual, reduction=self.reduction)
+
+
+class DualFocalLossSD(_Loss):
+    """Module form of :func:`calibnb.losses.dual_focal_loss_sd` (DFL with FLSD's γ schedule)."""
+
+    functional = staticmethod(dual_focal_loss_sd)
+
+    def __init__(self, gammas: Sequence[float] = FLSD53_GAMMAS, thresholds: Sequence[float] = FLSD_THRESHOLDS,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gammas, self.thresholds = check_schedule(gammas, thresholds)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return dual_focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction)
+
+
+class FocalCalibrationLoss(_Loss):
+    """Module form of :func:`calibnb.losses.focal_calibration_loss`: ``L_FL + λ ||p - y||^2``."""
+
+    functional = staticmethod(focal_calibration_loss)
+
+    def __init__(self, gamma: float = 2.0, lam: float = 0.5, norm: str = "l2", reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.norm = check_choice(norm, "norm", ("l1", "l2"))
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return focal_calibration_loss(logits, targets, self.gamma, self.lam, self.norm, reduction=self.reduction)
+
+
+class BrierLoss(_Loss):
+    """Module form of :func:`calibnb.losses.brier_loss`: ``sum_k (p_k - y_k)^2``."""
+
+    functional = staticmethod(brier_loss)
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return brier_loss(logits, targets, reduction=self.reduction)
+
+
+class LabelSmoothingLoss(_Loss):
+    """Module form of :func:`calibnb.losses.label_smoothing_loss` (Müller et al. 2019)."""
+
+    functional = staticmethod(label_smoothing_loss)
+
+    def __init__(self, alpha: float = 0.05, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return label_smoothing_loss(logits, targets, self.alpha, reduction=self.reduction)
+
+
+class MMCELoss(_Loss):
+    """Module form of :func:`calibnb.losses.mmce_loss`: cross-entropy plus ``λ MMCE_w`` (Kumar et
+    al. 2018)."""
+
+    functional = staticmethod(mmce_loss)
+
+    def __init__(self, lam: float = 2.0, width: float = 0.4, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.width = check_real(width, "width", minimum=0.01)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return mmce_loss(logits, targets, self.lam, self.width, reduction=self.reduction)
