@@ -8,6 +8,23 @@ calibration loss paper; Komisarenko & Kull 2024). Submodules are imported on dem
     from calibnb.metrics import ece
     from calibnb.losses import focal_loss
     from calibnb.calibration import TemperatureScaling
+
+Layers, each importing only from the layers above it (the chapters import from any)::
+
+    _validation, atomic                  input checks; atomic file writes
+    metrics, models, data, paper_tables  calibration metrics; networks; data sets and their fetch
+                                         step; the papers' transcribed tables
+    losses, calibration                  training losses (fast and reference); post-hoc
+                                         calibrators (scikit-learn estimators)
+    toy, synthetic                       small worked problems and synthetic logits
+    train                                the training loop and recipes
+    theory, runs                         the papers' analytic objects and experiments; run
+                                         folders, notebook execution, sweeps, tables
+    plots, plots_simplex, plots_theory   figures
+    __main__                             the command line
+    nbs/*.md                             the chapters: narrate and import, never define
+
+``tests/test_layers.py`` holds the package to this order.
 """
 
 __version__ = "0.1.0"

@@ -116,15 +116,11 @@ class DualFocalLoss(_Loss):
         return dual_focal_loss(logits, targets, self.gamma, self.dual, reduction=self.reduction)
 
 
-class DualFocalLossSD(_Loss):
-    """Module form of :func:`calibnb.losses.dual_focal_loss_sd` (DFL with FLSD's γ schedule)."""
+class DualFocalLossSD(FocalLossSD):
+    """Module form of :func:`calibnb.losses.dual_focal_loss_sd` (DFL with FLSD's γ schedule,
+    the same parameters as :class:`FocalLossSD`)."""
 
     functional = staticmethod(dual_focal_loss_sd)
-
-    def __init__(self, gammas: Sequence[float] = FLSD53_GAMMAS, thresholds: Sequence[float] = FLSD_THRESHOLDS,
-                 reduction: str = "mean") -> None:
-        super().__init__(reduction)
-        self.gammas, self.thresholds = check_schedule(gammas, thresholds)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return dual_focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction)

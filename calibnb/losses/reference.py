@@ -72,15 +72,17 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, redu
 
 def dual_probability(logits: Tensor, targets: Tensor, dual: str | float = "largest") -> Tensor:
     """``p_j`` of Tao et al. (2023), Eq. 3 and Table 4: from the probabilities strictly below
-    ``p_t``, ranked (ties by class index): the largest (DFL), the 2nd or 3rd, the mean of the top
-    2 or 3 (missing ones count as 0), or the mean of all; a number is a fixed ``p_j``."""
+    ``p_t``, ranked by their logits (softmax keeps that order; ties by class index): the largest
+    (DFL), the 2nd or 3rd, the mean of the top 2 or 3 (missing ones count as 0), or the mean of
+    all; a number is a fixed ``p_j``."""
     if not isinstance(check_dual(dual), str):
         return logits.new_full(targets.shape, float(dual))
     p = F.softmax(logits, dim=1)
     below = logits < logits.gather(1, targets[:, None])  # softmax keeps the order of the logits
     if dual == "mean_all":
         return (p * below).sum(1) / below.sum(1).clamp_min(1)
-    ranked = torch.where(below, p, 0).sort(dim=1, descending=True, stable=True).values
+    order = torch.where(below, logits, -torch.inf).sort(dim=1, descending=True, stable=True).indices
+    ranked = torch.where(below.gather(1, order), p.gather(1, order), 0)  # p below p_t, largest first
     ranked = F.pad(ranked, (0, 3))  # fewer than 3 classes below: the missing ones are 0
     rank = {"largest": 1, "second": 2, "third": 3, "mean_top2": 2, "mean_top3": 3}[dual]
     return ranked[:, :rank].mean(1) if dual.startswith("mean") else ranked[:, rank - 1]
