@@ -1,9 +1,10 @@
-"""Command line: ``python -m calibnb run|sweep|prune|fetch``.
+"""Command line: ``python -m calibnb run|sweep|prune|fetch|posthoc``.
 
     python -m calibnb run nbs/train.md -p loss dual_focal_loss -p gamma 5 [-f params.yaml] [--out DIR]
     python -m calibnb sweep configs/dfl_table1.yaml [--executor inprocess|local|slurm] [--dry-run]
     python -m calibnb prune configs/fashion_mnist_cpu.yaml
     python -m calibnb fetch fashion-mnist      # what `make data` runs: find or fetch the data
+    python -m calibnb posthoc configs/cifar_posthoc.yaml   # the post-hoc study (calibnb.runs.posthoc)
 
 ``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
 bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;
@@ -50,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         "fetch", help="find each data set where load_dataset looks, else fetch it into the cache"
     )
     fetch.add_argument("names", nargs="+", metavar="NAME")
+
+    posthoc = commands.add_parser(
+        "posthoc", help="fit every calibrator on the published CIFAR outputs of a study file"
+    )
+    posthoc.add_argument("config", type=Path)
     return parser
 
 
@@ -72,6 +78,17 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.names:
                 print(f"{name}: {fetch_dataset(name)}")
         except (FetchError, FileNotFoundError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+
+    if args.command == "posthoc":
+        from calibnb.runs.posthoc import posthoc
+
+        try:
+            for path in posthoc(args.config):
+                print(path)
+        except (FileNotFoundError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         return 0

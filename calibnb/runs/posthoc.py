@@ -1,0 +1,133 @@
+"""The post-hoc study: every calibrator of calibnb on published CIFAR network outputs.
+
+For each network of :func:`calibnb.data.list_predictions` and each split seed ``s``, the 10,000
+test predictions are split by ``perm = np.random.default_rng(s).permutation(10000)``: the first
+5,000 of ``perm`` calibrate, the last 5,000 test. Every method of :data:`METHODS` is fitted on
+the calibration half and scored on the test half with :func:`calibnb.metrics.calibration_report`
+(fractions). One folder per network and split, ``<out_root>/<network>/split-<s>/metrics.json``::
+
+    {"test": {"pre": {...}, "ts": {...}, "fts": {...}, "<method>": {...}},
+     "params": {"ts": {"temperature": T}, "fts": {"gamma": γ, "temperature": T}, ...},
+     "network": ..., "split": s, "n_calibration": 5000, "n_test": 5000}
+
+written atomically and last, so an interrupted study resumes where it stopped. A study file
+(``configs/cifar_posthoc.yaml``)::
+
+    out_root: results/cifar_posthoc
+    networks: [cifar10-wideresnet-16-4, ...]     # default: all of list_predictions()
+    splits: [1, 2, 3, 4, 5]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy.special import softmax
+
+from ..atomic import write_json
+from ..calibration import (
+    EnsembleTemperatureScaling,
+    FocalTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    SplineCalibration,
+    TemperatureScaling,
+)
+from ..data import list_predictions, load_predictions
+from ..metrics import calibration_report
+
+#: Method key -> calibrator factory. ``ts`` and ``fts`` are the papers' protocols (TS: the ECE
+#: grid 0.1..10 of Mukhoti et al.; FTS: Komisarenko & Kull's γ × T grid and equal-mass ECE);
+#: ``*_nll`` select by the validation log-loss instead, as the FTS paper does for its NLL rows.
+METHODS = {
+    "ts": lambda: TemperatureScaling("ece"),
+    "ts_nll": lambda: TemperatureScaling("nll"),
+    "fts": lambda: FocalTemperatureScaling(),
+    "fts_nll": lambda: FocalTemperatureScaling(criterion="nll"),
+    "ets": EnsembleTemperatureScaling,
+    "spline": SplineCalibration,
+    "histogram": HistogramBinning,
+    "isotonic": IsotonicCalibration,
+}
+CONFIG_KEYS = {"out_root", "networks", "splits"}
+
+
+def calibration_split(seed: int, n: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
+    """``(calibrate, test)`` indices: the first and last halves of ``default_rng(seed).permutation(n)``."""
+    perm = np.random.default_rng(seed).permutation(n)
+    return perm[: n // 2], perm[n // 2 :]
+
+
+def posthoc_run(network: str, split: int, out_root: str | os.PathLike) -> Path:
+    """Fit and score every method on one network and split; returns the ``metrics.json`` path
+    (an existing one is kept: the run is finished)."""
+    path = Path(out_root) / network / f"split-{split}" / "metrics.json"
+    if path.is_file():
+        return path
+    logits, labels = load_predictions(network)
+    calibrate, test = calibration_split(split, len(labels))
+    results = {"pre": calibration_report(softmax(logits[test].astype(np.float64), axis=1), labels[test])}
+    params = {}
+    for key, make in METHODS.items():
+        method = make().fit(logits[calibrate], labels[calibrate])
+        results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
+        fitted = {"temperature": "temperature_", "gamma": "gamma_", "weights": "weights_"}
+        params[key] = {name: np.asarray(getattr(method, attr)).tolist()
+                       for name, attr in fitted.items() if hasattr(method, attr)}
+    return write_json(path, {"test": results, "params": params, "network": network, "split": split,
+                             "n_calibration": len(calibrate), "n_test": len(test)})
+
+
+def replay_run(metrics: dict) -> dict:
+    """The test reports of a finished run recomputed from the shipped logits: the scaling methods
+    from their stored parameters (no search), the others refitted (they are deterministic and
+    fast). What ``tests/test_results_posthoc.py`` compares with the committed ``metrics.json``."""
+    logits, labels = load_predictions(metrics["network"])
+    calibrate, test = calibration_split(metrics["split"], len(labels))
+    results = {"pre": calibration_report(softmax(logits[test].astype(np.float64), axis=1), labels[test])}
+    for key, make in METHODS.items():
+        method, stored = make(), metrics["params"][key]
+        if key.startswith(("ts", "fts", "ets")):
+            for name, value in stored.items():  # the fitted state, as fit left it
+                setattr(method, f"{name}_", np.asarray(value) if name == "weights" else value)
+        else:
+            method.fit(logits[calibrate], labels[calibrate])
+        results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
+    return results
+
+
+def load_study(config: str | os.PathLike | dict) -> dict:
+    """Read a study file, refuse unknown keys and names, and resolve ``out_root`` against the
+    repository root (the parent of ``configs/``)."""
+    path = None
+    if not isinstance(config, dict):
+        path = Path(config)
+        config = yaml.safe_load(path.read_text()) or {}
+    unknown = set(config) - CONFIG_KEYS
+    if unknown:
+        raise ValueError(f"{path or 'config'}: unknown keys {sorted(unknown)}; allowed: {sorted(CONFIG_KEYS)}")
+    if "out_root" not in config:
+        raise ValueError(f"{path or 'config'}: out_root is required")
+    networks = list(config.get("networks") or list_predictions())
+    bad = [n for n in networks if n not in list_predictions()]
+    if bad:
+        raise ValueError(f"{path or 'config'}: networks {bad} are not among {list(list_predictions())}")
+    splits = [int(s) for s in config.get("splits", [1, 2, 3, 4, 5])]
+    root = Path(config["out_root"])
+    if path is not None and not root.is_absolute():
+        base = path.resolve().parent
+        root = (base.parent if base.name == "configs" else base) / root
+    return {"out_root": root, "networks": networks, "splits": splits}
+
+
+def posthoc(config: str | os.PathLike | dict, progress: bool | None = None) -> list[Path]:
+    """Run every unfinished (network, split) of a study file; returns the ``metrics.json`` paths."""
+    from tqdm.auto import tqdm
+
+    study = load_study(config)
+    runs = [(n, s) for n in study["networks"] for s in study["splits"]]
+    bar = tqdm(runs, desc="post-hoc runs", disable=None if progress is None else not progress)
+    return [posthoc_run(network, split, study["out_root"]) for network, split in bar]
