@@ -4,7 +4,7 @@
     python -m calibnb sweep configs/dfl_table1.yaml [--executor inprocess|local|slurm] [--dry-run]
     python -m calibnb prune configs/fashion_mnist_cpu.yaml
     python -m calibnb fetch fashion-mnist      # what `make data` runs: find or fetch the data
-    python -m calibnb posthoc configs/cifar_posthoc.yaml   # the post-hoc study (calibnb.runs.posthoc)
+    python -m calibnb posthoc configs/studies/cifar_posthoc.yaml   # the post-hoc study (calibnb.runs.posthoc)
 
 ``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
 bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;

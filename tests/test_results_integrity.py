@@ -24,7 +24,8 @@ from calibnb.train import evaluate_logits
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = [p for p in sorted((ROOT / "configs").glob("*.yaml"))
            if Path(load_config(p)["out_root"]).resolve().is_relative_to(ROOT / "results")]
-RUNS = sorted(p.parent for p in (ROOT / "results").rglob("metrics.json"))
+# training runs (the post-hoc study's runs have no logits of their own: tests/test_runs_posthoc.py)
+RUNS = sorted(p.parent for p in (ROOT / "results").rglob("metrics.json") if (p.parent / "logits_val.npz").exists())
 
 
 def _close(stored, recomputed, where: str = "") -> None:

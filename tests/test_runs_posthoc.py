@@ -11,7 +11,7 @@ from calibnb.data import list_predictions
 from calibnb.runs.posthoc import METHODS, calibration_split, load_study, posthoc, replay_run
 from conftest import REPO
 
-STUDY = REPO / "configs" / "cifar_posthoc.yaml"
+STUDY = REPO / "configs" / "studies" / "cifar_posthoc.yaml"
 COMMITTED = sorted((REPO / "results" / "cifar_posthoc").glob("*/split-*/metrics.json"))
 REPORT_KEYS = {"ece", "adaece", "classwise_ece", "mce", "nll", "brier", "error", "smooth_ece",
                "debiased_ece", "ece_sweep"}

@@ -11,7 +11,7 @@ the calibration half and scored on the test half with :func:`calibnb.metrics.cal
      "network": ..., "split": s, "n_calibration": 5000, "n_test": 5000}
 
 written atomically and last, so an interrupted study resumes where it stopped. A study file
-(``configs/cifar_posthoc.yaml``)::
+(``configs/studies/cifar_posthoc.yaml``)::
 
     out_root: results/cifar_posthoc
     networks: [cifar10-wideresnet-16-4, ...]     # default: all of list_predictions()
@@ -101,7 +101,8 @@ def replay_run(metrics: dict) -> dict:
 
 def load_study(config: str | os.PathLike | dict) -> dict:
     """Read a study file, refuse unknown keys and names, and resolve ``out_root`` against the
-    repository root (the parent of ``configs/``)."""
+    repository root (the folder holding ``configs/``; study files live in ``configs/studies/``,
+    apart from the sweep files)."""
     path = None
     if not isinstance(config, dict):
         path = Path(config)
@@ -118,8 +119,9 @@ def load_study(config: str | os.PathLike | dict) -> dict:
     splits = [int(s) for s in config.get("splits", [1, 2, 3, 4, 5])]
     root = Path(config["out_root"])
     if path is not None and not root.is_absolute():
-        base = path.resolve().parent
-        root = (base.parent if base.name == "configs" else base) / root
+        folder = path.resolve().parent
+        configs = next((f for f in (folder, *folder.parents) if f.name == "configs"), None)
+        root = (configs.parent if configs else folder) / root
     return {"out_root": root, "networks": networks, "splits": splits}
 
 
