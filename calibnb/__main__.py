@@ -66,6 +66,18 @@ def _mapping(text: str, what: str) -> dict:
     return data
 
 
+def _print_or_error(lines, errors: tuple) -> int:
+    """Print each line of ``lines()`` as it is produced; on one of ``errors``, print
+    ``error: <message>`` and return 1."""
+    try:
+        for line in lines():
+            print(line)
+    except errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "fetch":
@@ -74,24 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         from calibnb.data import FetchError, fetch_dataset
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        try:
-            for name in args.names:
-                print(f"{name}: {fetch_dataset(name)}")
-        except (FetchError, FileNotFoundError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        return 0
+        lines = lambda: (f"{name}: {fetch_dataset(name)}" for name in args.names)  # noqa: E731
+        return _print_or_error(lines, (FetchError, FileNotFoundError, ValueError))
 
     if args.command == "posthoc":
         from calibnb.runs.posthoc import posthoc
 
-        try:
-            for path in posthoc(args.config):
-                print(path)
-        except (FileNotFoundError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        return 0
+        return _print_or_error(lambda: map(str, posthoc(args.config)), (FileNotFoundError, ValueError))
 
     from calibnb import runs
 

@@ -139,6 +139,7 @@ def test_the_reference_is_short_cites_its_source_and_keeps_the_public_signature(
     for name in reference.__all__:
         function = getattr(reference, name)
         assert len(inspect.getsource(function).splitlines()) <= 30, name
+        assert max(map(len, inspect.getsource(function).splitlines())) <= 76, name  # the book's column
         assert inspect.getdoc(function), name
         if name != "dual_probability":  # same parameters, same defaults
             ours, public = (inspect.signature(f).parameters for f in (function, getattr(fast, name)))

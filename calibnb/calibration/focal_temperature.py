@@ -58,7 +58,7 @@ class FocalTemperatureScaling(BaseEstimator):
     search : {"grid", "loop", "line"}
         ``"grid"`` scores every (γ, T) with the fast shared kernel (:class:`._grid.FocalGrid`);
         ``"loop"`` scores the same candidates one after the other, as the paper describes it
-        (:meth:`_fit_loop`, the reference: same selection, far slower); ``"line"`` is the paper's
+        (:meth:`_loop_surface`, the reference: same selection, far slower); ``"line"`` is the paper's
         3m search: the best T for the smallest and the largest γ, then m = len(temperatures)
         points on the line through them, with γ evenly spaced over [min γ, max γ] (points with
         T <= 0 are skipped).
@@ -102,38 +102,35 @@ class FocalTemperatureScaling(BaseEstimator):
                                   positive=True)
         z = check_logits(logits, "logits")
         y = check_labels(labels, z.shape[0], z.shape[1], "labels")
+        if self.search == "line":
+            return self._fit_line(FocalGrid(z, y, 3 * temperatures.size), gammas, temperatures)
+        self.gammas_, self.temperatures_ = gammas, temperatures
         if self.search == "loop":
-            return self._fit_loop(z, y, gammas, temperatures)
-        per_temperature = gammas.size if self.search == "grid" else 3
-        grid = FocalGrid(z, y, per_temperature * temperatures.size)
-        if self.search == "grid":
-            self.gammas_, self.temperatures_ = gammas, temperatures
+            self.scores_ = self._loop_surface(z, y, gammas, temperatures)
+        else:
+            grid = FocalGrid(z, y, gammas.size * temperatures.size)
             self.scores_ = self._surface(grid, gammas, temperatures)
-            best_g, best_t = np.unravel_index(np.argmin(self.scores_), self.scores_.shape)
-            self._select(gammas[best_g], temperatures[best_t], self.scores_[best_g, best_t])
-            return self
-        return self._fit_line(grid, gammas, temperatures)
+        best_g, best_t = np.unravel_index(np.argmin(self.scores_), self.scores_.shape)
+        self._select(gammas[best_g], temperatures[best_t], self.scores_[best_g, best_t])
+        return self
 
     def predict_proba(self, logits) -> np.ndarray:
         """``focal_calibration_map(softmax(logits / temperature_), gamma_)`` in float64."""
         check_is_fitted(self, "gamma_")
         return focal_softmax(logits, self.gamma_, self.temperature_)
 
-    def _fit_loop(self, z: np.ndarray, y: np.ndarray, gammas: np.ndarray, temperatures: np.ndarray):
+    def _loop_surface(self, z, y, gammas, temperatures) -> np.ndarray:
         """The paper's search as written (Section 5.1): map the validation logits with every
-        (γ, T) in turn and score them; keep the first minimum."""
-        self.gammas_, self.temperatures_ = gammas, temperatures
-        self.scores_ = np.empty((gammas.size, temperatures.size))
+        (γ, T) in turn and score them (``fit`` keeps the first minimum)."""
+        scores = np.empty((gammas.size, temperatures.size))
         for i, gamma in enumerate(gammas):
             for j, temperature in enumerate(temperatures):
                 probs = focal_softmax(z, gamma, temperature)
                 if self.criterion == "ece":
-                    self.scores_[i, j] = ece(probs, y, self.n_bins, self.binning)
+                    scores[i, j] = ece(probs, y, self.n_bins, self.binning)
                 else:
-                    self.scores_[i, j] = nll(probs, y)
-        best_g, best_t = np.unravel_index(np.argmin(self.scores_), self.scores_.shape)
-        self._select(gammas[best_g], temperatures[best_t], self.scores_[best_g, best_t])
-        return self
+                    scores[i, j] = nll(probs, y)
+        return scores
 
     def _criterion(self, grid: FocalGrid, gammas: np.ndarray, temperature: float) -> np.ndarray:
         """The validation criterion of (γ, temperature) for every γ in ``gammas``."""

@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import urllib.request
 from http.client import HTTPException
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import atomic_path
@@ -59,7 +59,6 @@ class Release:
     mirrors: tuple[str, ...]
     debian_package: str | None = None
     debian_path: str = ""
-    size_mb: int = field(default=0, compare=False)
 
 
 #: The data sets the book executes on. Fashion-MNIST (Xiao et al. 2017): the original archives
@@ -80,7 +79,6 @@ RELEASES: dict[str, Release] = {
         ),
         debian_package="dataset-fashion-mnist",
         debian_path="usr/share/datasets/fashion-mnist",
-        size_mb=30,
     ),
 }
 
@@ -95,13 +93,7 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "calibnb"
 
 
-def cached_folder(name: str, cache: str | os.PathLike | None = None) -> Path:
-    """Where :func:`fetch` puts ``name``'s files (whether or not they are there yet)."""
-    release = _release(name)
-    return (cache_dir() if cache is None else Path(cache)) / release.folder
-
-
-def is_complete(folder: Path, release: Release) -> bool:
+def _is_complete(folder: Path, release: Release) -> bool:
     """Whether ``folder`` holds every file of ``release`` (presence only: loading verifies)."""
     return all((folder / name).is_file() for name in release.archive_md5)
 
@@ -127,7 +119,7 @@ def fetch(
     """
     release = release if release is not None else _release(name)
     folder = (cache_dir() if cache is None else Path(cache)) / release.folder
-    if is_complete(folder, release):
+    if _is_complete(folder, release):
         return folder
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch.utils import benchmark
 
+import calibnb.losses as fast
 from calibnb._validation import check_int
 from calibnb.losses import reference
 
@@ -23,8 +24,6 @@ def compare_with_reference(name: str, n: int = 4096, k: int = 100, seed: int = 0
     the largest absolute differences on ``(n, k)`` float64 logits (scale 3, random targets), and
     the median milliseconds of ``loss.backward()`` on float32 logits for each form.
     """
-    import calibnb.losses as fast
-
     if name not in reference.__all__ or not hasattr(fast, name):
         raise ValueError(f"name must be a loss with a reference form, one of {sorted(reference.__all__)}, got {name!r}")
     n, k = check_int(n, "n", minimum=1), check_int(k, "k", minimum=2)

@@ -17,9 +17,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._common import (
+    check_logits_targets, check_reduction, lookup, reduce,
+)
 from calibnb.losses.dual_focal import check_dual
-from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule
+from calibnb.losses.focal import (
+    FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma,
+)
 
 __all__ = [
     "adafocal_loss", "brier_loss", "cross_entropy", "dual_focal_loss",
@@ -40,10 +44,7 @@ def _log_softmax(logits: Tensor, targets: Tensor, reduction: str):
 def _schedule(statistic: Tensor, gammas, thresholds) -> Tensor:
     """FLSD's γ: ``gammas[i]`` where ``thresholds[i-1] <= statistic <
     thresholds[i]`` (no gradient through γ)."""
-    gammas, thresholds = check_schedule(gammas, thresholds)
-    edges = statistic.new_tensor(thresholds)
-    bin_of = torch.bucketize(statistic.detach(), edges, right=True)
-    return statistic.new_tensor(gammas)[bin_of]
+    return scheduled_gamma(statistic, *check_schedule(gammas, thresholds))
 
 
 def cross_entropy(logits: Tensor, targets: Tensor,
@@ -208,6 +209,6 @@ def adafocal_loss(logits: Tensor, targets: Tensor, gammas, edges,
     d = log_p_t.exp() - p_j
     table = torch.as_tensor(gammas, dtype=d.dtype, device=d.device)
     edges = torch.as_tensor(edges, dtype=d.dtype, device=d.device)
-    gamma = table[torch.bucketize(d.detach(), edges[1:-1], right=True)]
+    gamma = lookup(table, d, edges[1:-1])  # no gradient through γ
     base_d = torch.where(gamma < 0, 1 + d, 1 - d)
     return reduce(-base_d ** gamma.abs() * log_p_t, reduction)

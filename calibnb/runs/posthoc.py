@@ -24,7 +24,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import yaml
 from scipy.special import softmax
 
 from ..atomic import write_json
@@ -38,6 +37,7 @@ from ..calibration import (
 )
 from ..data import list_predictions, load_predictions
 from ..metrics import calibration_report
+from .sweep import load_config
 
 #: Method key -> calibrator factory. ``ts`` and ``fts`` are the papers' protocols (TS: the ECE
 #: grid 0.1..10 of Mukhoti et al.; FTS: Komisarenko & Kull's γ × T grid and equal-mass ECE);
@@ -53,6 +53,8 @@ METHODS = {
     "isotonic": IsotonicCalibration,
 }
 CONFIG_KEYS = {"out_root", "networks", "splits"}
+#: The fitted state a run stores per method (where the method has it), by its name in ``params``.
+FITTED = {"temperature": "temperature_", "gamma": "gamma_", "weights": "weights_"}
 
 
 def calibration_split(seed: int, n: int = 10_000) -> tuple[np.ndarray, np.ndarray]:
@@ -74,9 +76,8 @@ def posthoc_run(network: str, split: int, out_root: str | os.PathLike) -> Path:
     for key, make in METHODS.items():
         method = make().fit(logits[calibrate], labels[calibrate])
         results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
-        fitted = {"temperature": "temperature_", "gamma": "gamma_", "weights": "weights_"}
         params[key] = {name: np.asarray(getattr(method, attr)).tolist()
-                       for name, attr in fitted.items() if hasattr(method, attr)}
+                       for name, attr in FITTED.items() if hasattr(method, attr)}
     return write_json(path, {"test": results, "params": params, "network": network, "split": split,
                              "n_calibration": len(calibrate), "n_test": len(test)})
 
@@ -92,7 +93,7 @@ def replay_run(metrics: dict) -> dict:
         method, stored = make(), metrics["params"][key]
         if key.startswith(("ts", "fts", "ets")):
             for name, value in stored.items():  # the fitted state, as fit left it
-                setattr(method, f"{name}_", np.asarray(value) if name == "weights" else value)
+                setattr(method, FITTED[name], np.asarray(value) if name == "weights" else value)
         else:
             method.fit(logits[calibrate], labels[calibrate])
         results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
@@ -100,29 +101,22 @@ def replay_run(metrics: dict) -> dict:
 
 
 def load_study(config: str | os.PathLike | dict) -> dict:
-    """Read a study file, refuse unknown keys and names, and resolve ``out_root`` against the
-    repository root (the folder holding ``configs/``; study files live in ``configs/studies/``,
-    apart from the sweep files)."""
-    path = None
-    if not isinstance(config, dict):
-        path = Path(config)
-        config = yaml.safe_load(path.read_text()) or {}
+    """Read a study file like a sweep file (:func:`calibnb.runs.load_config`: ``out_root``
+    relative to the repository root; study files live in ``configs/studies/``, apart from the
+    sweeps) and refuse unknown keys and names."""
+    where = "config" if isinstance(config, dict) else str(config)
+    config = load_config(config)  # the sweep files' reading and path rule
     unknown = set(config) - CONFIG_KEYS
     if unknown:
-        raise ValueError(f"{path or 'config'}: unknown keys {sorted(unknown)}; allowed: {sorted(CONFIG_KEYS)}")
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(CONFIG_KEYS)}")
     if "out_root" not in config:
-        raise ValueError(f"{path or 'config'}: out_root is required")
+        raise ValueError(f"{where}: out_root is required")
     networks = list(config.get("networks") or list_predictions())
     bad = [n for n in networks if n not in list_predictions()]
     if bad:
-        raise ValueError(f"{path or 'config'}: networks {bad} are not among {list(list_predictions())}")
+        raise ValueError(f"{where}: networks {bad} are not among {list(list_predictions())}")
     splits = [int(s) for s in config.get("splits", [1, 2, 3, 4, 5])]
-    root = Path(config["out_root"])
-    if path is not None and not root.is_absolute():
-        folder = path.resolve().parent
-        configs = next((f for f in (folder, *folder.parents) if f.name == "configs"), None)
-        root = (configs.parent if configs else folder) / root
-    return {"out_root": root, "networks": networks, "splits": splits}
+    return {"out_root": Path(config["out_root"]), "networks": networks, "splits": splits}
 
 
 def posthoc(config: str | os.PathLike | dict, progress: bool | None = None) -> list[Path]:

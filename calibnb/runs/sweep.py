@@ -22,8 +22,8 @@ A sweep file (``configs/*.yaml``)::
 
 In a grid, a list is a dimension and a scalar is fixed; each grid's runs are the Cartesian
 product of its lists. Relative ``notebook`` and ``out_root`` paths are resolved against the
-folder that holds ``configs/`` (the repository root) when the file lives in a ``configs/``
-folder, else against the file's own folder.
+folder that holds ``configs/`` (the repository root) when the file lives in ``configs/`` or a
+folder below it (``configs/studies/``), else against the file's own folder.
 
 Runners: ``notebook`` executes the notebook with papermill (:func:`execute`), so each run
 folder holds its executed notebook; ``train`` calls :func:`calibnb.train.train` directly
@@ -62,9 +62,9 @@ def load_config(config: str | os.PathLike | dict) -> dict:
     data = yaml.safe_load(path.read_text()) or {}
     if not isinstance(data, dict):
         raise ValueError(f"config file {str(path)!r} must hold a mapping")
-    base = path.resolve().parent
-    if base.name == "configs":
-        base = base.parent
+    folder = path.resolve().parent
+    configs = next((f for f in (folder, *folder.parents) if f.name == "configs"), None)
+    base = configs.parent if configs else folder
     for key in ("notebook", "out_root"):
         if key in data and not Path(data[key]).is_absolute():
             data[key] = str(base / data[key])
