@@ -120,8 +120,9 @@ class FocalTemperatureScaling(BaseEstimator):
         return focal_softmax(logits, self.gamma_, self.temperature_)
 
     def _loop_surface(self, z, y, gammas, temperatures) -> np.ndarray:
-        """The paper's search as written (Section 5.1): map the validation logits with every
-        (γ, T) in turn and score them (``fit`` keeps the first minimum)."""
+        """The paper's search as written (Section 5.1): map the validation
+        logits with every (γ, T) in turn and score them (``fit`` keeps the
+        first minimum)."""
         scores = np.empty((gammas.size, temperatures.size))
         for i, gamma in enumerate(gammas):
             for j, temperature in enumerate(temperatures):
