@@ -1,9 +1,11 @@
-"""Figures of the book: reliability diagrams, learning curves and AdaFocal's γ dynamics."""
+"""Figures of the book: reliability diagrams (one or a grid), learning curves, AdaFocal's γ dynamics."""
 
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import cbook
 
 from calibnb.metrics import ece, reliability_table
 
@@ -93,3 +95,61 @@ def gamma_dynamics(ax, gammas, edges=None):
     ax.set(xlabel="update (epoch)", ylabel=r"$\gamma$")
     ax.legend(fontsize="x-small", ncol=3)
     return ax
+
+
+def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 4, n_bins: int = 15):
+    """A grid of reliability diagrams, one per entry of ``panels`` (name → ``(probs, labels)``).
+
+    Each panel is :func:`reliability_diagram` without the counts inset, titled with its name (or
+    ``titles[name]``) and the ECE of its ``n_bins`` equal-width bins, which is also returned.
+    Unused axes are hidden. Returns ``(figure, {name: ECE as a fraction})``.
+    """
+    if not panels:
+        raise ValueError("panels is empty: nothing to draw")
+    titles = titles or {}
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 3.1 * nrows), sharex=True,
+                             sharey=True, squeeze=False)
+    values = {}
+    for ax, (name, (probs, labels)) in zip(axes.flat, panels.items()):
+        values[name] = ece(probs, labels, n_bins=n_bins)
+        reliability_diagram(ax, probs, labels, n_bins=n_bins, show_counts=False)
+        ax.get_legend().remove()
+        ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize="medium")
+        ax.set(xlabel="", ylabel="")
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    fig.supxlabel("confidence")
+    fig.supylabel("accuracy")
+    return fig, values
+
+
+def whisker_span(values) -> float:
+    """The span between a box plot's whiskers, by matplotlib's own rule (1.5 IQR beyond the box)."""
+    (box,) = cbook.boxplot_stats(np.asarray(values, dtype=float))
+    return float(box["whishi"] - box["whislo"])
+
+
+def ece_by_seed(selected: dict, rows, column: str = "ece", after: str = "ece_ts"):
+    """Each run's test ECE before (red) and after (blue) T, one panel per regime, one column per
+    method ``row``: the seeds behind every "mean ± std" of the results tables.
+
+    ``selected`` maps a regime's name to its selected runs (with a ``row`` column). Returns the
+    figure.
+    """
+    fig, axes = plt.subplots(len(selected), 1, figsize=(10, 3.3 * len(selected)), sharex=True,
+                             squeeze=False)
+    for ax, (name, runs) in zip(axes[:, 0], selected.items()):
+        for i, r in enumerate(rows):
+            g = runs[runs["row"] == r]
+            for offset, key, colour, label in ((-0.12, column, "C3", "before T"),
+                                               (0.12, after, "C0", "after T")):
+                ax.scatter(np.full(len(g), i + offset), 100 * g[key], color=colour, s=14,
+                           label=label if i == 0 else None)
+        ax.set_title(name)
+        ax.set_ylabel("test ECE (%)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0, 0].legend()
+    axes[-1, 0].set_xticks(np.arange(len(rows)), rows, rotation=35, ha="right")
+    fig.tight_layout()
+    return fig

@@ -50,3 +50,22 @@ def test_every_citation_key_is_in_the_bibliography():
                 "wang2021rethinking", "ghosh2022adafocal", "tao2023dual", "fcl2024euclidean",
                 "komisarenko2024improving"]:
         assert key in keys
+
+
+def test_chapters_narrate_and_the_package_computes():
+    """No chapter's code cell defines a function or a class (issue 16): the chapters call the
+    package, whose builders have tests; a reader sees prose and calls, not analysis code."""
+    import ast
+
+    import jupytext
+
+    defining = []
+    for path in sorted((REPO / "nbs").glob("*.md")):
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type != "code":
+                continue
+            code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    defining.append(f"{path.name}: {node.name}")
+    assert not defining, f"chapters define functions or classes: {defining}"

@@ -50,3 +50,34 @@ def test_without_counts_and_bad_input():
     with pytest.raises(ValueError, match="labels"):
         reliability_diagram(ax, probs, labels[:-1])
     plt.close(fig)
+
+
+def test_reliability_grid_draws_one_panel_per_entry_with_its_ece():
+    from calibnb.plots import reliability_grid
+    panels = {f"m{i}": data(seed=i) for i in range(5)}
+    fig, values = reliability_grid(panels, titles={"m0": "first"}, ncols=4)
+    axes = fig.axes
+    assert len(axes) == 8 and sum(ax.axison for ax in axes) == 5  # 3 unused axes hidden
+    assert values == {name: ece(*panel) for name, panel in panels.items()}
+    assert axes[0].get_title() == f"first\nECE = {100 * values['m0']:.2f} %"
+    with pytest.raises(ValueError, match="panels is empty"):
+        reliability_grid({})
+    plt.close("all")
+
+
+def test_whisker_span_is_matplotlibs_whisker_rule():
+    from calibnb.plots import whisker_span
+    values = np.r_[np.arange(1.0, 11.0), 100.0]  # 100 lies beyond 1.5 IQR: an outlier
+    q1, q3 = np.percentile(values, [25, 75])
+    inside = values[(values >= q1 - 1.5 * (q3 - q1)) & (values <= q3 + 1.5 * (q3 - q1))]
+    assert whisker_span(values) == inside.max() - inside.min() == 9.0
+
+
+def test_ece_by_seed_scatters_every_run_twice():
+    import pandas as pd
+    from calibnb.plots import ece_by_seed
+    runs = pd.DataFrame({"row": ["CE"] * 3 + ["FL-3"] * 2, "ece": [0.1] * 5, "ece_ts": [0.05] * 5})
+    fig = ece_by_seed({"A": runs, "B": runs[runs["row"] == "CE"]}, ["CE", "FL-3"])
+    points = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections]
+    assert points == [3, 3, 2, 2, 3, 3, 0, 0]
+    plt.close("all")

@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibnb.runs.tables import BETTER, better_of_pair, mean_std, paired_wins, selection_table
+from calibnb.runs.tables import (BETTER, auroc_table, better_of_pair, by_row, fts_table, gamma_counts, mean_std,
+                                 metric_columns, paired_wins, profile, ranking, regime_check, selection_table,
+                                 table1)
 
 
 def test_mean_std_is_the_sample_statistics_in_percent():
@@ -54,3 +56,88 @@ def test_selection_table_lists_every_candidate_and_marks_the_chosen():
     assert table["val ECE (%)"].tolist() == ["3.00 ± 1.41", "1.00 ± 0.00"]
     assert table["selected"].tolist() == ["", "◀ selected"]
     assert selection_table(runs, selected, ["focal_calibration_loss"]).empty
+
+
+def regime(seed_values: dict) -> pd.DataFrame:
+    """Selected runs of a made-up regime: method → per-seed (ece, ece_ts, temperature, error)."""
+    rows = []
+    for method, seeds in seed_values.items():
+        for seed, (e, e_ts, t, err) in enumerate(seeds, start=1):
+            rows.append({"method": method, "row": method, "family": method, "seed": seed,
+                         "ece": e, "ece_ts": e_ts, "temperature": t, "error": err,
+                         "adaece_ts": e_ts, "adaece_fts": e_ts - 0.001 * (seed != 2),
+                         "ece_fts": e_ts, "nll_ts": 0.5, "nll_fts": 0.4,
+                         "fts_gamma": 0.5 * seed, "fts_temperature": t,
+                         "auroc_mnist": 0.8, "auroc_mnist_ts": 0.9})
+    return pd.DataFrame(rows)
+
+
+RUNS = regime({
+    "FL-3": [(0.02, 0.01, 0.9, 0.1), (0.04, 0.02, 0.7, 0.2)],
+    "CE": [(0.05, 0.01, 1.5, 0.1), (0.07, 0.03, 1.7, 0.3)],
+})
+
+
+def test_by_row_follows_the_papers_order_and_skips_absent_rows():
+    assert by_row(RUNS, len).to_dict() == {"CE": 2, "FL-3": 2}  # CE first, as in the papers
+    assert list(by_row(RUNS, len, rows=["FL-3", "DFL", "CE"]).index) == ["FL-3", "CE"]
+
+
+def test_regime_check_reads_cross_entropy():
+    assert regime_check(RUNS) == {"CE runs": 2, "CE test ECE pre T, mean (%)": 6.0,
+                                  "CE test ECE pre T, min (%)": 5.0, "CE mean T": 1.6,
+                                  "CE test error (%)": 20.0}
+
+
+def test_table1_cells_are_mean_std_with_the_mean_temperature():
+    table = table1(RUNS)
+    assert table.loc["CE"].tolist() == ["6.00 ± 1.41", "2.00 ± 1.41 (1.6)", 2]
+    assert table.loc["FL-3", "ECE post T (%) (T)"] == "1.50 ± 0.71 (0.8)"
+
+
+def test_ranking_orders_the_means_and_names_the_side_of_calibrated():
+    lines = ranking(RUNS).splitlines()
+    assert lines[0] == "before T: FL-3 3.00 < CE 6.00"
+    assert lines[2] == "after T: FL-3 1.50 < CE 2.00"
+    assert lines[4:] == ["over-confident (mean T > 1.05): CE", "under-confident (mean T < 0.95): FL-3",
+                         "close to calibrated (mean T within 0.05 of 1, half a step of the T grid): none"]
+
+
+def test_metric_columns_scale_and_leave_the_error_without_a_post_t_column():
+    table = metric_columns(RUNS, [("error", "error (%)"), ("ece", "ECE (%)")], {"ece": 1.0})
+    assert list(table.columns) == ["error (%) pre", "ECE (%) pre", "ECE (%) post T"]
+    assert table.loc["CE", "ECE (%) pre"] == "0.06 ± 0.01"
+    assert table.loc["CE", "error (%) pre"] == "20.00 ± 14.14"
+
+
+def test_fts_table_pairs_the_calibrators_and_counts_paired_wins():
+    table = fts_table(RUNS)
+    # adaece_fts is 0.001 below adaece_ts for seed 1 only (seed 2 ties)
+    assert table.loc["CE", "FTS better (AdaECE), seeds"] == "1/2"
+    assert table.loc["CE", "NLL FTS"].endswith(BETTER) and not table.loc["CE", "NLL TS"].endswith(BETTER)
+    assert table.loc["CE", "(γ, T) (FTS)"] == "(0.75, 1.60)"
+    assert table.loc["CE", "accuracy (%)"] == "80.00 ± 14.14"
+
+
+def test_gamma_counts_cross_tabulate_the_chosen_gamma_per_regime():
+    counts = gamma_counts({"A": RUNS, "B": RUNS[RUNS["method"] == "CE"]}, ["CE", "FL-3"])
+    assert list(counts.columns) == ["γ_ev=0.5", "γ_ev=1"]
+    assert counts.loc[("A", "FL-3")].tolist() == [1, 1]
+    assert counts.loc[("B", "FL-3")].tolist() == [0, 0]  # a method a regime lacks: zero counts
+
+
+def test_auroc_table_has_pre_and_post_columns_per_shift():
+    table = auroc_table(RUNS, {"mnist": "MNIST"})
+    assert list(table.columns) == ["MNIST pre T", "MNIST post T"]
+    assert table.loc["CE"].tolist() == ["80.00 ± 0.00", "90.00 ± 0.00"]
+
+
+def test_profile_of_the_committed_fashion_mnist_runs_matches_the_ranking():
+    from calibnb.runs import select_runs
+    from conftest import REPO
+    runs = select_runs(REPO / "configs/fashion_mnist_cpu.yaml")
+    facts = profile(runs)
+    t = runs.groupby("row")["temperature"].mean()
+    assert facts["methods over-confident (mean T > 1.05)"] == int((t > 1.05).sum())
+    assert ranking(runs).count("under-confident") == 1
+    assert facts["best before T / after T"].split(" / ")[0] == ranking(runs).split(": ")[1].split(" ")[0]

@@ -7,8 +7,13 @@
   all three for one sweep file) and
   :func:`paired_verdict` judges a claim from per-seed differences (:func:`verdict_agreement`:
   how two regimes' verdicts relate);
-- :mod:`calibnb.runs.tables` makes the cells of the results chapter's tables (mean ± std over
-  seeds, paired calibrators, the selection table);
+- :func:`run_of`, :func:`adafocal_updates`, :func:`histories` and :func:`pooled_logits` read a
+  selected run, its AdaFocal updates, its per-epoch history and its logits back for the figures;
+- :mod:`calibnb.runs.tables` builds the results chapter's tables (mean ± std over seeds, the
+  papers' Table 1 layout, paired calibrators, the selection table), :mod:`calibnb.runs.claims`
+  judges the papers' claims on the runs, and :mod:`calibnb.runs.beside_papers` sets our means
+  beside the papers' transcribed tables;
+- :mod:`calibnb.runs.posthoc` runs the post-hoc calibrators on the published CIFAR networks;
 - :mod:`calibnb.atomic` (below both runs and train) writes every artifact atomically.
 """
 
@@ -17,17 +22,20 @@ from .execute import code_version, execute, is_finished, run_training
 from .methods import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
                       verdict_agreement)
 from .naming import EXECUTION_KEYS, identity, run_name
-from .results import METRICS, load_results, prune_unselected, select_by_validation, select_runs
+from .results import (METRICS, adafocal_updates, histories, load_results, pooled_logits, prune_unselected,
+                      run_of, select_by_validation, select_runs)
 from .sweep import expand_grid, load_config, plan, sweep
 
 __all__ = [
     "EXECUTION_KEYS",
     "FAMILIES",
     "METRICS",
+    "adafocal_updates",
     "atomic_path",
     "code_version",
     "execute",
     "expand_grid",
+    "histories",
     "identity",
     "is_finished",
     "label_methods",
@@ -39,7 +47,9 @@ __all__ = [
     "method_order",
     "paired_verdict",
     "plan",
+    "pooled_logits",
     "run_name",
+    "run_of",
     "run_training",
     "save_logits",
     "save_npz",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
 
-from ..atomic import write_json
+from ..atomic import load_logits, write_json
 from .execute import FINISHED_MARKER
 from .methods import label_methods
 from .naming import EXECUTION_KEYS
@@ -151,3 +152,46 @@ def prune_unselected(
                 path.unlink()
         pruned.append(run_dir)
     return pruned
+
+
+def run_of(selected: pd.DataFrame, method: str, seed: int) -> pd.Series:
+    """The selected run of ``method`` with ``seed``, or, if that run is missing, its lowest seed.
+
+    The fallback is announced with a warning; a method without any selected run is refused.
+    """
+    rows = selected[selected["method"] == method].sort_values("seed")
+    if rows.empty:
+        raise ValueError(f"method {method!r} has no selected run")
+    if (rows["seed"] == seed).any():
+        return rows[rows["seed"] == seed].iloc[0]
+    warnings.warn(f"{method} has no finished run with seed {seed}; using seed {rows['seed'].iloc[0]}",
+                  stacklevel=2)
+    return rows.iloc[0]
+
+
+def adafocal_updates(run_dir: str | os.PathLike) -> dict:
+    """AdaFocal's per-epoch bin ``edges``, ``gaps`` (C - A) and ``gammas`` of a run, as arrays.
+
+    Each array is (updates × bins) (``edges``: bins + 1), read from the run's ``metrics.json``;
+    a bin empty at an update is NaN.
+    """
+    path = Path(run_dir) / FINISHED_MARKER
+    updates = json.loads(path.read_text()).get("adafocal_updates")
+    if not updates:
+        raise ValueError(f"{path} holds no adafocal_updates (not an AdaFocal run?)")
+    return {key: np.array([[np.nan if v is None else v for v in u[key]] for u in updates], dtype=float)
+            for key in ("edges", "gaps", "gammas")}
+
+
+def histories(runs: pd.DataFrame, column: str = "val_ece") -> pd.DataFrame:
+    """``column`` of each run's ``history.csv`` per epoch, one column per seed (pruned runs too)."""
+    return pd.concat({int(r.seed): pd.read_csv(Path(r.run_dir) / "history.csv").set_index("epoch")[column]
+                      for r in runs.itertuples()}, axis=1).sort_index(axis=1)
+
+
+def pooled_logits(runs: pd.DataFrame, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
+    """The ``split`` logits and labels of all ``runs``, concatenated in their order."""
+    pairs = [load_logits(Path(d) / f"logits_{split}.npz") for d in runs["run_dir"]]
+    if not pairs:
+        raise ValueError("runs is empty: no logits to pool")
+    return np.concatenate([z for z, _ in pairs]), np.concatenate([y for _, y in pairs])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .methods import method_family
+from .methods import method_family, method_order
 
 #: The mark of the lower (better) mean in :func:`better_of_pair`.
 BETTER = " ✓"
@@ -84,3 +84,147 @@ def selection_table(runs: pd.DataFrame, selected: pd.DataFrame, among) -> pd.Dat
     if not rows:
         return pd.DataFrame()
     return pd.DataFrame(rows).sort_values(["method", "candidate"]).set_index(["method", "candidate"])
+
+
+def by_row(runs: pd.DataFrame, fn, rows=None) -> pd.Series:
+    """``fn`` of each method's runs, indexed by its side-by-side ``row`` name.
+
+    ``runs`` holds the selected runs of one sweep with a ``row`` column (as from
+    :func:`calibnb.runs.select_runs`); ``rows`` orders the result (default: the papers' order,
+    :func:`calibnb.runs.method_order`), and rows without runs are left out.
+    """
+    rows = method_order(runs["row"]) if rows is None else rows
+    return pd.Series({r: fn(runs[runs["row"] == r]) for r in rows if (runs["row"] == r).any()})
+
+
+def regime_check(runs: pd.DataFrame) -> dict:
+    """Cross-entropy's test ECE before T, its validation-chosen T and its test error (in %).
+
+    The results chapter needs an over-confident baseline (ECE above 3 %, T > 1) in each regime.
+    """
+    ce = runs[runs["method"] == "CE"]
+    return {"CE runs": len(ce), "CE test ECE pre T, mean (%)": round(100 * ce["ece"].mean(), 2),
+            "CE test ECE pre T, min (%)": round(100 * ce["ece"].min(), 2),
+            "CE mean T": round(ce["temperature"].mean(), 2),
+            "CE test error (%)": round(100 * ce["error"].mean(), 2)}
+
+
+def table1(runs: pd.DataFrame, rows=None) -> pd.DataFrame:
+    """The papers' Table 1 layout: test ECE before and after T (mean T in brackets), per method."""
+    return pd.DataFrame({
+        "ECE pre T (%)": by_row(runs, lambda g: mean_std(g["ece"]), rows),
+        "ECE post T (%) (T)": by_row(
+            runs, lambda g: f"{mean_std(g['ece_ts'])} ({g['temperature'].mean():.1f})", rows),
+        "seeds": by_row(runs, len, rows),
+    })
+
+
+def ranking(runs: pd.DataFrame, rows=None) -> str:
+    """The methods ranked by mean ECE before and after T, and which side of calibrated each is.
+
+    A method is over-confident when its mean T exceeds 1.05, under-confident below 0.95, and
+    close to calibrated within half a step (0.05) of the T grid around 1.
+    """
+    rows = method_order(runs["row"]) if rows is None else rows
+    means = runs.groupby("row")[["ece", "ece_ts"]].mean() * 100
+    lines = []
+    for column, name in (("ece", "before T"), ("ece_ts", "after T")):
+        order = means[column].sort_values()
+        lines.append(f"{name}: " + " < ".join(f"{m} {v:.2f}" for m, v in order.items()))
+        lines.append(f"   range of the method means: {order.min():.2f} to {order.max():.2f} %")
+    t = runs.groupby("row")["temperature"].mean().reindex([r for r in rows if r in set(runs["row"])])
+    for text, chosen in (("over-confident (mean T > 1.05)", t > 1.05),
+                         ("under-confident (mean T < 0.95)", t < 0.95),
+                         ("close to calibrated (mean T within 0.05 of 1, half a step of the T grid)",
+                          (t - 1).abs() <= 0.05)):
+        lines.append(f"{text}: " + (", ".join(t[chosen].index) or "none"))
+    return "\n".join(lines)
+
+
+def profile(runs: pd.DataFrame) -> dict:
+    """The few numbers of one regime that the results chapter's discussion relies on."""
+    t = runs.groupby("row")["temperature"].mean()
+    e = runs.groupby("row")[["ece", "ece_ts", "error"]].mean() * 100
+
+    def each(methods, cell):
+        return " / ".join(cell(m) for m in methods)
+
+    return {
+        "methods over-confident (mean T > 1.05)": int((t > 1.05).sum()),
+        "methods under-confident (mean T < 0.95)": int((t < 0.95).sum()),
+        "mean T: CE / FL-3 / FLSD-53 / LS-0.05": each(("CE", "FL-3", "FLSD-53", "LS-0.05"),
+                                                       lambda m: f"{t[m]:.2f}"),
+        "FL-3, FLSD-53 below CE's ECE before T": each(
+            ("FL-3", "FLSD-53"), lambda m: "yes" if e.loc[m, "ece"] < e.loc["CE", "ece"] else "no"),
+        "best before T / after T": f"{e['ece'].idxmin()} / {e['ece_ts'].idxmin()}",
+        "error (%): CE / Brier / LS-0.05 / MMCE": each(("CE", "Brier", "LS-0.05", "MMCE"),
+                                                       lambda m: f"{e.loc[m, 'error']:.2f}"),
+        "MMCE's seed std of the error (points)":
+            f"{100 * runs.loc[runs['row'] == 'MMCE', 'error'].std(ddof=1):.2f}",
+    }
+
+
+def metric_columns(runs: pd.DataFrame, metrics, scale=None, rows=None) -> pd.DataFrame:
+    """``mean ± std`` of each ``(metric, name)`` before and after T (the error only before).
+
+    ``scale`` maps a metric to its factor (default 100, percent; e.g. ``{"nll": 1.0}``).
+    """
+    scale = scale or {}
+    out = {}
+    for metric, name in metrics:
+        s = scale.get(metric, 100.0)
+        out[f"{name} pre"] = by_row(runs, lambda g: mean_std(g[metric], scale=s), rows)
+        if metric != "error":
+            out[f"{name} post T"] = by_row(runs, lambda g: mean_std(g[f"{metric}_ts"], scale=s), rows)
+    return pd.DataFrame(out)
+
+
+def fts_table(runs: pd.DataFrame, rows=None) -> pd.DataFrame:
+    """Temperature scaling against focal temperature scaling, per training loss.
+
+    Accuracy, then NLL, AdaECE and ECE after each calibrator (the better mean marked by
+    :func:`better_of_pair`), the seeds on which FTS has the lower AdaECE (FTS's own metric,
+    :func:`paired_wins`), and the mean fitted T of TS and (γ, T) of FTS.
+    """
+    table = {}
+    for r in (method_order(runs["row"]) if rows is None else rows):
+        g = runs[runs["row"] == r]
+        if g.empty:
+            continue
+        row = {"accuracy (%)": mean_std(1 - g["error"])}
+        for metric, name, scale in (("nll", "NLL", 1.0), ("adaece", "AdaECE (%)", 100.0),
+                                    ("ece", "ECE (%)", 100.0)):
+            row[f"{name} TS"], row[f"{name} FTS"] = better_of_pair(
+                g[f"{metric}_ts"], g[f"{metric}_fts"], scale)
+        wins = paired_wins(g, ("adaece",)).loc["adaece"]
+        row["FTS better (AdaECE), seeds"] = f"{int(wins['FTS lower'])}/{int(wins['runs'])}"
+        row["T (TS)"] = f"{g['temperature'].mean():.2f}"
+        row["(γ, T) (FTS)"] = f"({g['fts_gamma'].mean():.2f}, {g['fts_temperature'].mean():.2f})"
+        table[r] = row
+    return pd.DataFrame(table).T
+
+
+def gamma_counts(selected: dict, rows) -> pd.DataFrame:
+    """How often validation chose each γ_ev of focal temperature scaling, per regime and method.
+
+    ``selected`` maps a regime's name to its selected runs.
+    """
+    runs = pd.concat(selected, names=["data set", None]).reset_index(level=0)
+    counts = pd.crosstab([runs["data set"], runs["row"]], runs["fts_gamma"])
+    counts = counts.reindex(pd.MultiIndex.from_product([list(selected), rows]), fill_value=0)
+    counts = counts[sorted(counts.columns)]
+    counts.columns = [f"γ_ev={c:g}" for c in counts.columns]
+    counts.index.names = ["data set", "method"]
+    return counts
+
+
+def auroc_table(runs: pd.DataFrame, shifts: dict, rows=None) -> pd.DataFrame:
+    """Entropy AUROC (%, mean ± std) per method for each shift (column name → display name),
+    before and after temperature scaling."""
+    table = {}
+    for shift, name in shifts.items():
+        for suffix, stage in (("", "pre T"), ("_ts", "post T")):
+            table[f"{name} {stage}"] = by_row(runs, lambda g: mean_std(g[f"auroc_{shift}{suffix}"]), rows)
+    table = pd.DataFrame(table)
+    table.index.name = "AUROC (%)"
+    return table
