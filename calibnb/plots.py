@@ -153,3 +153,29 @@ def ece_by_seed(selected: dict, rows, column: str = "ece", after: str = "ece_ts"
     axes[-1, 0].set_xticks(np.arange(len(rows)), rows, rotation=35, ha="right")
     fig.tight_layout()
     return fig
+
+
+def fts_valley(ax, gammas, valley, chosen=None, ts_temperature=None, color=None, label=None):
+    """Optimal T against γ_ev for focal temperature scaling (Komisarenko & Kull 2024, Fig. 8).
+
+    ``valley`` is the best T of the criterion surface for each γ of ``gammas`` (a line);
+    ``chosen`` (optional) the fitted ``(γ, T)`` pairs (points). With ``ts_temperature`` the
+    band ``T_TS / T_high(γ) … T_TS / T_low(γ)`` is shaded for γ ≥ 0: the T at which FTS equals
+    temperature scaling at ``T_TS`` if focal calibration were exactly a temperature within
+    Proposition 3's bounds (:func:`calibnb.theory.temperature_bounds`). Returns ``ax``.
+    """
+    from calibnb.theory import temperature_bounds
+
+    gammas, valley = np.asarray(gammas, dtype=float), np.asarray(valley, dtype=float)
+    if gammas.shape != valley.shape or gammas.ndim != 1:
+        raise ValueError(f"gammas and valley must be 1-D of one length, got {gammas.shape} and {valley.shape}")
+    (line,) = ax.plot(gammas, valley, ".-", color=color, label=label)
+    if chosen is not None and len(chosen):
+        chosen = np.asarray(chosen, dtype=float).reshape(-1, 2)
+        ax.plot(chosen[:, 0], chosen[:, 1], "o", color=line.get_color(), mfc="none", ms=8)
+    if ts_temperature is not None:
+        g = np.linspace(0.0, gammas.max(), 100)
+        low, high = np.array([temperature_bounds(x) for x in g]).T
+        ax.fill_between(g, ts_temperature / high, ts_temperature / low, color=line.get_color(), alpha=0.15)
+    ax.set(xlabel=r"$\gamma_{ev}$", ylabel="T")
+    return ax

@@ -81,3 +81,21 @@ def test_ece_by_seed_scatters_every_run_twice():
     points = [len(c.get_offsets()) for ax in fig.axes for c in ax.collections]
     assert points == [3, 3, 2, 2, 3, 3, 0, 0]
     plt.close("all")
+
+
+def test_fts_valley_draws_the_valley_the_choices_and_the_band():
+    from calibnb.plots import fts_valley
+    from calibnb.theory import temperature_bounds
+    fig, ax = plt.subplots()
+    fts_valley(ax, [-0.5, 0.0, 1.0], [1.0, 1.2, 1.5], chosen=[(0.0, 1.2), (1.0, 1.5)], ts_temperature=2.0)
+    valley, chosen = ax.lines
+    np.testing.assert_array_equal(valley.get_xydata(), [[-0.5, 1.0], [0.0, 1.2], [1.0, 1.5]])
+    assert chosen.get_xydata().tolist() == [[0.0, 1.2], [1.0, 1.5]]
+    band = ax.collections[0].get_paths()[0].vertices
+    low, high = temperature_bounds(1.0)
+    # at γ = 1 the band spans T_TS / T_high .. T_TS / T_low
+    at_one = band[np.isclose(band[:, 0], 1.0), 1]
+    assert at_one.min() == pytest.approx(2.0 / high) and at_one.max() == pytest.approx(2.0 / low)
+    with pytest.raises(ValueError, match="one length"):
+        fts_valley(ax, [0.0, 1.0], [1.0])
+    plt.close("all")

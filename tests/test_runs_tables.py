@@ -141,3 +141,12 @@ def test_profile_of_the_committed_fashion_mnist_runs_matches_the_ranking():
     assert facts["methods over-confident (mean T > 1.05)"] == int((t > 1.05).sum())
     assert ranking(runs).count("under-confident") == 1
     assert facts["best before T / after T"].split(" / ")[0] == ranking(runs).split(": ")[1].split(" ")[0]
+
+
+def test_styled_keeps_cells_on_one_line_and_bolds_the_marked_ones():
+    from calibnb.runs.tables import styled
+    table = pd.DataFrame({"A": ["1.00 ± 0.10" + BETTER, "2.00 ± 0.20"], "B": [0.123456, 1.0]})
+    html = styled(table, caption="ECE (%)").to_html()
+    assert "white-space: nowrap" in html and "<caption>ECE (%)</caption>" in html
+    assert html.count("font-weight: bold") == 1 and "0.12<" in html
+    assert table.loc[0, "B"] == 0.123456  # the data are not changed

@@ -28,6 +28,7 @@ from scipy.special import softmax
 
 from ..atomic import write_json
 from ..calibration import (
+    PAPER_FTS_TEMPERATURES,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
@@ -41,9 +42,12 @@ from .sweep import load_config
 
 #: Method key -> calibrator factory. ``ts`` and ``fts`` are the papers' protocols (TS: the ECE
 #: grid 0.1..10 of Mukhoti et al.; FTS: Komisarenko & Kull's γ × T grid and equal-mass ECE);
-#: ``*_nll`` select by the validation log-loss instead, as the FTS paper does for its NLL rows.
+#: ``ts_em`` is TS as the FTS paper fits it for its comparison (FTS's T grid 0.01..5 and
+#: criterion, the equal-mass ECE); ``*_nll`` select by the validation log-loss instead, as the
+#: FTS paper does for its log-loss column.
 METHODS = {
     "ts": lambda: TemperatureScaling("ece"),
+    "ts_em": lambda: TemperatureScaling("ece", PAPER_FTS_TEMPERATURES, binning="mass"),
     "ts_nll": lambda: TemperatureScaling("nll"),
     "fts": lambda: FocalTemperatureScaling(),
     "fts_nll": lambda: FocalTemperatureScaling(criterion="nll"),
@@ -90,14 +94,39 @@ def replay_run(metrics: dict) -> dict:
     calibrate, test = calibration_split(metrics["split"], len(labels))
     results = {"pre": calibration_report(softmax(logits[test].astype(np.float64), axis=1), labels[test])}
     for key, make in METHODS.items():
-        method, stored = make(), metrics["params"][key]
-        if key.startswith(("ts", "fts", "ets")):
-            for name, value in stored.items():  # the fitted state, as fit left it
-                setattr(method, FITTED[name], np.asarray(value) if name == "weights" else value)
+        if key in RESTORABLE:
+            method = restore(key, metrics["params"][key])
         else:
-            method.fit(logits[calibrate], labels[calibrate])
+            method = make().fit(logits[calibrate], labels[calibrate])
         results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
     return results
+
+
+#: The methods whose whole fitted state a run stores in ``params`` (the scaling methods).
+RESTORABLE = ("ts", "ts_em", "ts_nll", "fts", "fts_nll", "ets")
+
+
+def restore(method: str, params: dict):
+    """A calibrator of ``method`` in the fitted state ``params`` that a run stored, no search.
+
+    Only the scaling methods (:data:`RESTORABLE`) store all their fitted state.
+    """
+    if method not in RESTORABLE:
+        raise ValueError(f"method {method!r} cannot be restored from its params; one of {RESTORABLE}")
+    calibrator = METHODS[method]()
+    for name, value in params.items():  # the fitted state, as fit left it
+        setattr(calibrator, FITTED[name], np.asarray(value) if name == "weights" else value)
+    return calibrator
+
+
+def probabilities_on_test(metrics: dict, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """The test half's probabilities after ``method`` (``"pre"``: none) and its labels, for a
+    finished run's ``metrics`` (as read from its ``metrics.json``)."""
+    logits, labels = load_predictions(metrics["network"])
+    _, test = calibration_split(metrics["split"], len(labels))
+    if method == "pre":
+        return softmax(logits[test].astype(np.float64), axis=1), labels[test]
+    return restore(method, metrics["params"][method]).predict_proba(logits[test]), labels[test]
 
 
 def load_study(config: str | os.PathLike | dict) -> dict:
