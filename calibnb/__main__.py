@@ -17,6 +17,7 @@ later options override earlier ones. Without ``--out`` a run goes to
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
         "posthoc", help="fit every calibrator on the published CIFAR outputs of a study file"
     )
     posthoc.add_argument("config", type=Path)
+    posthoc.add_argument("-j", "--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                         help="runs at once, one process each (default: the usable cores)")
     return parser
 
 
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "posthoc":
         from calibnb.runs.posthoc import posthoc
 
-        return _print_or_error(lambda: map(str, posthoc(args.config)), (FileNotFoundError, ValueError))
+        return _print_or_error(lambda: map(str, posthoc(args.config, jobs=args.jobs)), (FileNotFoundError, ValueError))
 
     from calibnb import runs
 

@@ -74,3 +74,16 @@ def test_committed_metrics_are_recomputed_from_the_shipped_logits(path):
     for method, report in metrics["test"].items():
         for key, value in report.items():
             assert replayed[method][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (method, key)
+
+
+@pytest.mark.slow
+def test_parallel_runs_write_exactly_the_committed_files(tmp_path):
+    """``jobs=2`` (two spawned processes) gives byte for byte what the sequential study committed."""
+    study = {"out_root": str(tmp_path), "networks": ["cifar10-lenet-5", "cifar100-lenet-5"], "splits": [3]}
+    paths = posthoc(study, progress=False, jobs=2)
+    assert [p.relative_to(tmp_path).parts[0] for p in paths] == study["networks"]  # in study order
+    for path in paths:
+        committed = REPO / "results/cifar_posthoc" / path.relative_to(tmp_path)
+        assert path.read_bytes() == committed.read_bytes()
+    with pytest.raises(ValueError, match="jobs"):
+        posthoc(study, jobs=0)

@@ -20,12 +20,16 @@ written atomically and last, so an interrupted study resumes where it stopped. A
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+import torch
 from scipy.special import softmax
 
+from .._validation import check_int
 from ..atomic import write_json
 from ..calibration import (
     PAPER_FTS_TEMPERATURES,
@@ -148,11 +152,32 @@ def load_study(config: str | os.PathLike | dict) -> dict:
     return {"out_root": Path(config["out_root"]), "networks": networks, "splits": splits}
 
 
-def posthoc(config: str | os.PathLike | dict, progress: bool | None = None) -> list[Path]:
-    """Run every unfinished (network, split) of a study file; returns the ``metrics.json`` paths."""
+def posthoc(config: str | os.PathLike | dict, progress: bool | None = None,
+            jobs: int = 1) -> list[Path]:
+    """Run every unfinished (network, split) of a study file; returns the ``metrics.json`` paths.
+
+    ``jobs`` > 1 runs that many processes at once, each with one torch thread (every run is
+    independent and deterministic, so the results do not depend on ``jobs``).
+    """
     from tqdm.auto import tqdm
 
     study = load_study(config)
+    jobs = check_int(jobs, "jobs", minimum=1)
     runs = [(n, s) for n in study["networks"] for s in study["splits"]]
-    bar = tqdm(runs, desc="post-hoc runs", disable=None if progress is None else not progress)
-    return [posthoc_run(network, split, study["out_root"]) for network, split in bar]
+    bar = tqdm(total=len(runs), desc="post-hoc runs", disable=None if progress is None else not progress)
+    if jobs == 1:
+        paths = []
+        for network, split in runs:
+            paths.append(posthoc_run(network, split, study["out_root"]))
+            bar.update()
+        bar.close()
+        return paths
+    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=torch.set_num_threads,
+                             initargs=(1,)) as pool:
+        futures = [pool.submit(posthoc_run, network, split, study["out_root"]) for network, split in runs]
+        for future in as_completed(futures):
+            future.result()
+            bar.update()
+    bar.close()
+    return [future.result() for future in futures]
