@@ -50,10 +50,33 @@ MNIST1D_ARGS = {
 }
 
 
+class _CifarUnpickler(pickle.Unpickler):
+    """Admits only what the published CIFAR batches hold: dicts, lists, byte strings, numbers and
+    numpy arrays. Any other global (a function, a class) is refused before it is looked up, so a
+    planted batch cannot run code, with or without the md5 check."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype")}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"it asks for {module}.{name}, which a CIFAR batch never holds")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
-    """A CIFAR python batch: Python-2 pickles read with ``encoding="bytes"``, keys as str."""
-    with open(path, "rb") as f:
-        entry = pickle.load(f, encoding="bytes")
+    """A CIFAR python batch: Python-2 pickles read with ``encoding="bytes"``, keys as str.
+
+    Read by :class:`_CifarUnpickler`; a file that is not such a batch is refused with a
+    ``ValueError`` naming it.
+    """
+    try:
+        with open(path, "rb") as f:
+            entry = _CifarUnpickler(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path} is not a CIFAR python batch (refused, nothing in it was run): {error}") from None
+    if not isinstance(entry, dict):
+        raise ValueError(f"{path} is not a CIFAR python batch: it holds a {type(entry).__name__}, not a dict")
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in entry.items()}
 
 

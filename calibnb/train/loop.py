@@ -142,7 +142,9 @@ def train(config: TrainConfig | dict) -> dict:
         scheduler.load_state_dict(state["scheduler"])
         loss_fn.load_state_dict(state["loss"])
         if isinstance(loss_fn, AdaFocalLoss):
-            loss_fn.history[:] = state["loss_history"]
+            # the checkpoint stores the per-update arrays as tensors (calibnb.train.checkpoint.plain)
+            loss_fn.history[:] = [{k: v.cpu().numpy() for k, v in update.items()}
+                                  for update in state["loss_history"]]
         generator.set_state(state["generator"].cpu() if not on_cuda else state["generator"])
         torch.set_rng_state(state["torch_rng"].cpu())
         history, start_epoch = state["history"], state["epoch"] + 1
