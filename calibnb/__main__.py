@@ -12,6 +12,11 @@ later options override earlier ones. Without ``--out`` a run goes to
 ``runs/<calibnb.runs.run_name(params)>``. ``prune`` applies a sweep file's ``select`` section
 (``{by, params, metric}`` of :func:`calibnb.runs.select_by_validation`) with
 :func:`calibnb.runs.prune_unselected`.
+
+A mistake of the user (an unknown or mistyped parameter, a bad file, a failing notebook cell)
+prints one line ``error: …`` on stderr and exits with status 2; ``--debug`` shows the traceback.
+``run`` checks the parameters against the notebook's ``parameters`` cell before anything runs
+(:func:`calibnb.runs.parameters.check_parameters`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import yaml
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m calibnb", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="execute one notebook with parameters")
@@ -65,37 +71,61 @@ def _parser() -> argparse.ArgumentParser:
 def _mapping(text: str, what: str) -> dict:
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
-        raise SystemExit(f"error: {what} must be a YAML mapping")
+        raise ValueError(f"{what} must be a YAML mapping")
     return data
 
 
-def _print_or_error(lines, errors: tuple) -> int:
-    """Print each line of ``lines()`` as it is produced; on one of ``errors``, print
-    ``error: <message>`` and return 1."""
-    try:
-        for line in lines():
-            print(line)
-    except errors as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+def _print_lines(lines) -> int:
+    """Print each line of ``lines()`` as it is produced."""
+    for line in lines():
+        print(line)
     return 0
 
 
+def _user_errors() -> tuple:
+    """The errors a user causes (a bad argument, file, parameter or notebook cell): reported as
+    one line, not a traceback."""
+    import papermill
+
+    from calibnb.data import FetchError
+
+    return (ValueError, TypeError, FileNotFoundError, FetchError, yaml.YAMLError,
+            papermill.PapermillExecutionError)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a user's mistake prints ``error: …`` on stderr and returns 2 (the
+    traceback only with ``--debug``)."""
     args = _parser().parse_args(argv)
+    try:
+        return _command(args)
+    except _user_errors() as error:
+        if args.debug:
+            raise
+        print(f"error: {_one_line(error)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(error: BaseException) -> str:
+    evalue = getattr(error, "evalue", None)  # a notebook cell failed (papermill)
+    if evalue is not None:
+        return f"the notebook failed in cell {error.exec_count}: {error.ename}: {evalue}"
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _command(args) -> int:
     if args.command == "fetch":
         import logging
 
-        from calibnb.data import FetchError, fetch_dataset
+        from calibnb.data import fetch_dataset
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        lines = lambda: (f"{name}: {fetch_dataset(name)}" for name in args.names)  # noqa: E731
-        return _print_or_error(lines, (FetchError, FileNotFoundError, ValueError))
+        return _print_lines(lambda: (f"{name}: {fetch_dataset(name)}" for name in args.names))
 
     if args.command == "posthoc":
         from calibnb.runs.posthoc import posthoc
 
-        return _print_or_error(lambda: map(str, posthoc(args.config, jobs=args.jobs)), (FileNotFoundError, ValueError))
+        return _print_lines(lambda: map(str, posthoc(args.config, jobs=args.jobs)))
 
     from calibnb import runs
 
@@ -115,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         config = runs.load_config(args.config)
         select = config.get("select")
         if not isinstance(select, dict) or "by" not in select or "params" not in select:
-            raise SystemExit(f"error: {args.config} has no 'select' section with 'by' and 'params'")
+            raise ValueError(f"{args.config} has no 'select' section with 'by' and 'params'")
         for folder in runs.prune_unselected(config["out_root"], **select):
             print(f"pruned  {folder}")
         return 0

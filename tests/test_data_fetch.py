@@ -272,5 +272,5 @@ def test_the_command_line_prints_an_error_not_a_traceback(tmp_path):
     env.pop("CALIBNB_DATA", None)
     done = subprocess.run([sys.executable, "-m", "calibnb", "fetch", "cifar10"],
                           capture_output=True, text=True, env=env)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.startswith("error: cifar10: could not find") and "Traceback" not in done.stderr

@@ -41,7 +41,7 @@ def test_the_command_line_prints_an_error_for_a_bad_study(tmp_path):
     bad = tmp_path / "study.yaml"
     bad.write_text("out_root: x\nsplit: [1]\n")
     done = subprocess.run([sys.executable, "-m", "calibnb", "posthoc", str(bad)], capture_output=True, text=True)
-    assert done.returncode == 1 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ import yaml
 import calibnb
 
 from ..atomic import atomic_path, write_json, write_text
+from .parameters import check_parameters
 
 FINISHED_MARKER = "metrics.json"
 
@@ -51,8 +52,10 @@ def execute(
 ) -> Path:
     """Execute ``notebook`` (a jupytext text notebook or an ``.ipynb``) into ``out_dir``.
 
-    ``params`` are injected by papermill after the cell tagged ``parameters``; ``out_dir`` is
-    added to them (as an absolute path) so the notebook knows where to write. The notebook runs
+    ``params`` are injected by papermill after the cell tagged ``parameters``, once
+    :func:`calibnb.runs.parameters.check_parameters` has accepted them (a name the notebook does
+    not declare, or a value of the wrong type, is refused before anything is written); ``out_dir``
+    is added to them (as an absolute path) so the notebook knows where to write. The notebook runs
     with its own folder as working directory. Returns the run folder.
     """
     import jupytext
@@ -61,8 +64,7 @@ def execute(
     notebook = Path(notebook)
     if not notebook.is_file():
         raise ValueError(f"notebook {str(notebook)!r} does not exist")
-    if not isinstance(params, dict):
-        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    check_parameters(notebook, params)  # before anything is written or a kernel starts
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     # params.yaml records what the run computes; the folder it sits in is not part of it, so a
@@ -100,10 +102,11 @@ def run_training(params: dict, out_dir: str | os.PathLike) -> Path:
     the runner for long CPU sweeps, where starting a kernel and drawing the notebook's figures for
     every run would cost more than the training.
     """
-    from ..train import train
+    from ..train import TrainConfig, train
 
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    TrainConfig.from_params(**{**params, "out_dir": None, "resume": False})  # refuse before writing
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text(out_dir / "params.yaml", yaml.safe_dump(_without_out_dir(params), sort_keys=True))
