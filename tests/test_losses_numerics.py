@@ -165,3 +165,31 @@ def test_brier_is_within_its_range_and_matches_its_expansion(z, seed):
     p_t = p.gather(1, t[:, None]).squeeze(1)
     assert ((b >= 0) & (b <= 2)).all()
     torch.testing.assert_close(b, (p**2).sum(1) - 2 * p_t + 1, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("k", [2, 100])
+def test_finite_up_to_the_largest_accepted_logit_spread(variant, dtype, k):
+    """Logits whose rows span just under max_logit_spread(dtype) (float32: 5.2e33) give finite
+    values and gradients for every loss, with the target at the top, the bottom and between; a
+    row spanning more is refused with an error naming the logits (issue 18, item 4)."""
+    from calibnb.losses._common import max_logit_spread
+
+    limit = max_logit_spread(dtype)
+    g = torch.Generator().manual_seed(k)
+    z = (torch.rand(6, k, generator=g, dtype=torch.float64) - 0.5) * 0.999 * limit
+    z[:, 0], z[:, 1] = 0.4995 * limit, -0.4995 * limit
+    z = z.to(dtype).requires_grad_(True)
+    targets = torch.tensor([0, 1, k - 1, 0, 1, k // 2])
+    for reduction in ("mean", "sum"):
+        loss = VARIANTS[variant]()
+        loss.reduction = reduction
+        value = loss(z, targets)
+        (grad,) = torch.autograd.grad(value, z)
+        assert torch.isfinite(value).all() and torch.isfinite(grad).all(), reduction
+    wider = z.detach().clone()
+    wider[0, 0] = 0.51 * limit
+    wider[0, 1] = -0.51 * limit
+    with pytest.raises(ValueError, match="logits: a row spans"):
+        VARIANTS[variant]()(wider, targets)

@@ -46,24 +46,38 @@ def check_logits_targets(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tenso
         raise ValueError(f"targets must have shape ({n},) to match logits, got {tuple(targets.shape)}")
     if targets.device != logits.device:
         raise ValueError(f"targets is on {targets.device} but logits is on {logits.device}")
-    # One fused check, one host sync. A sum is finite unless some logit is NaN or inf, or
-    # finite logits overflow it; only then is the exact (slower) element-wise test run.
+    # One fused check, one host sync: the sum of the logits is finite unless some logit is NaN
+    # or inf (or finite ones overflow it: then the exact element-wise test decides), and the
+    # largest row spread (max - min) bounds every log-probability the losses compute.
     t_lo, t_hi = targets.aminmax()
-    total = logits.detach().sum()
+    detached = logits.detach()
+    total = detached.sum()
+    spread = (detached.amax(dim=1).double() - detached.amin(dim=1).double()).max()
     if logits.device.type == "cpu":  # reading a number costs nothing on the host
-        total, t_min, t_max = total.item(), t_lo.item(), t_hi.item()
+        total, spread, t_min, t_max = total.item(), spread.item(), t_lo.item(), t_hi.item()
     else:
-        total, t_min, t_max = torch.stack([total.double(), t_lo.double(), t_hi.double()]).tolist()
-    finite = math.isfinite(total)
-    if not finite:
-        finite = bool(torch.isfinite(logits).all())
-    if not finite:
+        total, spread, t_min, t_max = torch.stack(
+            [total.double(), spread, t_lo.double(), t_hi.double()]).tolist()
+    if not math.isfinite(total) and not bool(torch.isfinite(logits).all()):
         raise ValueError("logits contains NaN or inf")
-    if t_min < 0 or t_max >= k:
-        raise ValueError(f"targets must lie in [0, {k}); got values in [{int(t_min)}, {int(t_max)}]")
     if logits.dtype in _HALF:
         logits = logits.float()
+    limit = max_logit_spread(logits.dtype)
+    if not spread <= limit:
+        raise ValueError(f"logits: a row spans {spread:.3g} (largest minus smallest logit), more than "
+                         f"the {limit:.3g} that {logits.dtype} losses and gradients can represent; "
+                         "rescale the logits")
+    if t_min < 0 or t_max >= k:
+        raise ValueError(f"targets must lie in [0, {k}); got values in [{int(t_min)}, {int(t_max)}]")
     return logits, targets.long()
+
+
+def max_logit_spread(dtype: torch.dtype) -> float:
+    """The largest row spread (max − min logit) the losses accept in ``dtype``: the dtype's largest
+    value over 2**16. A log-probability is at most the spread in size, and the losses sum K of
+    them or multiply them by factors such as γ (1 − p)^(γ−1); the headroom keeps every value and
+    gradient finite (float32: 5.2e33, float64: 2.7e303; half precision computes in float32)."""
+    return torch.finfo(dtype).max / 2.0**16
 
 
 def check_reduction(reduction: str) -> str:
