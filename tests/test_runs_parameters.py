@@ -94,3 +94,55 @@ def test_the_command_line_prints_one_error_line_and_exits_2(tmp_path):
     debug = subprocess.run([sys.executable, "-m", "calibnb", "--debug", "run", str(TRAIN), "-p", "gama", "5"],
                            capture_output=True, text=True)
     assert "Traceback" in debug.stderr
+
+
+def test_a_sweep_file_is_schema_checked_naming_the_file(tmp_path):
+    from calibnb.runs import expand_grid
+    toy = REPO / "tests" / "data" / "toy_run.md"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\ngird: {{seed: [1]}}\n")
+    with pytest.raises(ValueError, match=rf"{path}: unknown key 'gird' \(did you mean 'grid'\?\)"):
+        expand_grid(path)
+    path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\ngrid: {{seed: [1], gama: [1.0]}}\n")
+    with pytest.raises(ValueError, match=rf"{path}: unknown parameter 'gama' .*did you mean 'gamma'"):
+        expand_grid(path)
+    path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\nparams: {{fail: 'no'}}\ngrid: {{seed: 1}}\n")
+    with pytest.raises(ValueError, match=rf"{path}: parameter 'fail' .* must be a bool"):
+        expand_grid(path)
+
+
+def test_every_committed_sweep_file_passes_its_schema():
+    from calibnb.runs import expand_grid
+    counts = {p.name: len(expand_grid(p)) for p in sorted((REPO / "configs").glob("*.yaml"))}
+    assert counts["fashion_mnist_cpu.yaml"] == counts["mnist1d_cpu.yaml"] == 115
+    assert counts["dfl_table1.yaml"] == 64  # a GPU sweep is checked on a machine without one
+
+
+def test_resuming_a_run_with_other_parameters_is_refused(tmp_path):
+    from calibnb.runs.execute import refuse_changed_resume
+    import yaml
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"loss": "focal_loss", "gamma": 3.0, "seed": 1,
+                                                          "device": "cuda"}))
+    refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 3.0, "seed": 1, "resume": True})
+    refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 5.0, "seed": 1})  # no resume: a fresh run
+    with pytest.raises(ValueError, match=r"cannot resume .*gamma: 3.0 -> 5.0, seed: 1 -> 2"):
+        refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 5.0, "seed": 2, "resume": True})
+    with pytest.raises(ValueError, match=r"cannot resume .*epochs: None -> 3"):
+        run_training({"epochs": 3, "resume": True, "loss": "focal_loss", "gamma": 3.0, "seed": 1},
+                     tmp_path)
+
+
+def test_a_corrupt_result_file_is_named(tmp_path):
+    from calibnb.runs import load_results
+    run = tmp_path / "run-1"
+    run.mkdir()
+    (run / "metrics.json").write_text('{"test": ')
+    with pytest.raises(ValueError, match=r"run-1/metrics.json is not a run's metrics \(JSON\)"):
+        load_results(tmp_path)
+    (run / "metrics.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="must each hold a mapping"):
+        load_results(tmp_path)
+    (run / "metrics.json").write_text("{}")
+    (run / "params.yaml").write_text("a: [1,\n")
+    with pytest.raises(ValueError, match=r"run-1/params.yaml is not readable YAML"):
+        load_results(tmp_path)

@@ -19,6 +19,7 @@ import yaml
 import calibnb
 
 from ..atomic import atomic_path, write_json, write_text
+from .naming import identity
 from .parameters import check_parameters
 
 FINISHED_MARKER = "metrics.json"
@@ -66,6 +67,7 @@ def execute(
         raise ValueError(f"notebook {str(notebook)!r} does not exist")
     check_parameters(notebook, params)  # before anything is written or a kernel starts
     out_dir = Path(out_dir).resolve()
+    refuse_changed_resume(out_dir, params)
     out_dir.mkdir(parents=True, exist_ok=True)
     # params.yaml records what the run computes; the folder it sits in is not part of it, so a
     # run folder can be moved (or committed) without naming the machine it ran on
@@ -106,13 +108,36 @@ def run_training(params: dict, out_dir: str | os.PathLike) -> Path:
 
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    TrainConfig.from_params(**{**params, "out_dir": None, "resume": False})  # refuse before writing
+    TrainConfig.from_params(**{**params, "out_dir": None, "resume": False, "device": "cpu"})  # refuse before writing
     out_dir = Path(out_dir).resolve()
+    refuse_changed_resume(out_dir, params)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_text(out_dir / "params.yaml", yaml.safe_dump(_without_out_dir(params), sort_keys=True))
     write_json(out_dir / "version.json", code_version(Path(__file__).parent))
     train({"progress": False, **params, "out_dir": str(out_dir)})
     return out_dir
+
+
+def refuse_changed_resume(out_dir: Path, params: dict) -> None:
+    """A run asked to ``resume`` in a folder whose stored ``params.yaml`` computes something else
+    is refused, naming the parameters that differ: resuming would mix the old run's epochs with
+    the new parameters. (Execution keys such as ``device`` may change.) To start over, use a new
+    folder or ``resume: false``."""
+    stored_file = out_dir / "params.yaml"
+    if not params.get("resume") or not stored_file.is_file():
+        return
+    try:
+        stored = yaml.safe_load(stored_file.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{stored_file} is not readable YAML: {error}") from None
+    if not isinstance(stored, dict):
+        raise ValueError(f"{stored_file} must hold a mapping of parameters")
+    old, new = identity(stored), identity(_without_out_dir(params))
+    differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if differ:
+        changes = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in differ)
+        raise ValueError(f"cannot resume the run in {out_dir}: its parameters differ ({changes}); "
+                         "resume only the same run, or start a fresh one (a new folder or resume: false)")
 
 
 def _without_out_dir(params: dict) -> dict:

@@ -76,7 +76,9 @@ def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict |
         from ..train import TrainConfig
 
         try:
-            TrainConfig.from_params(**{**full, "out_dir": None, "resume": False})
+            # what the machine has (the device) is checked when the run starts, not here: a
+            # GPU sweep is planned and checked on a machine without one
+            TrainConfig.from_params(**{**full, "out_dir": None, "resume": False, "device": "cpu"})
         except (TypeError, ValueError) as error:
             raise ValueError(f"parameters for {notebook}: {error}") from None
     return full

@@ -44,9 +44,17 @@ def load_results(root: str | os.PathLike) -> pd.DataFrame:
 
 
 def _row(run_dir: Path) -> dict:
-    params_file = run_dir / "params.yaml"
-    params = yaml.safe_load(params_file.read_text()) if params_file.exists() else {}
-    metrics = json.loads((run_dir / FINISHED_MARKER).read_text())
+    params_file, metrics_file = run_dir / "params.yaml", run_dir / FINISHED_MARKER
+    try:
+        params = yaml.safe_load(params_file.read_text()) if params_file.exists() else {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"{params_file} is not readable YAML: {error}") from None
+    try:
+        metrics = json.loads(metrics_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{metrics_file} is not a run's metrics (JSON): {error}") from None
+    if not isinstance(metrics, dict) or not isinstance(params or {}, dict):
+        raise ValueError(f"{run_dir}: params.yaml and metrics.json must each hold a mapping")
     row = {k: v for k, v in (params or {}).items() if k not in EXECUTION_KEYS}
     test = metrics.get("test", {})
     for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):

@@ -38,6 +38,7 @@ loses no finished run: the next call skips them and reruns only the unfinished o
 
 from __future__ import annotations
 
+import difflib
 import functools
 import itertools
 import os
@@ -46,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from .execute import execute, is_finished, run_training
+from .parameters import check_parameters, declared_parameters
 from .naming import run_name
 
 EXECUTORS = ("inprocess", "local", "slurm")
@@ -71,12 +73,39 @@ def load_config(config: str | os.PathLike | dict) -> dict:
     return data
 
 
+#: The keys a sweep file may hold (the module docstring says what each means).
+SWEEP_KEYS = ("notebook", "out_root", "params", "grid", "runner", "executor", "select")
+
+
 def expand_grid(config: str | os.PathLike | dict) -> list[dict]:
-    """Every run's parameters, in a stable order, without duplicates."""
+    """Every run's parameters, in a stable order, without duplicates.
+
+    The sweep file is schema-checked first: a key outside :data:`SWEEP_KEYS` is refused, and
+    every run's parameters (``params`` and ``grid`` names and value types) are checked against
+    the notebook's ``parameters`` cell (:func:`calibnb.runs.parameters.check_parameters`); each
+    error names the file.
+    """
+    where = str(config) if isinstance(config, (str, os.PathLike)) else "config"
     config = load_config(config)
+    unknown = [k for k in config if k not in SWEEP_KEYS]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), SWEEP_KEYS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}{hint}; a sweep file holds {list(SWEEP_KEYS)}")
     for key in ("notebook", "out_root", "grid"):
         if key not in config:
-            raise ValueError(f"config is missing the key {key!r}")
+            raise ValueError(f"{where}: config is missing the key {key!r}")
+    runs = _expand(config)
+    declared = declared_parameters(config["notebook"])
+    for params in runs:
+        try:
+            check_parameters(config["notebook"], params, declared)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{where}: {error}") from None
+    return runs
+
+
+def _expand(config: dict) -> list[dict]:
     shared = config.get("params") or {}
     grids = config["grid"] if isinstance(config["grid"], list) else [config["grid"]]
     runs, seen = [], set()
