@@ -119,6 +119,19 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     return value
 
 
+#: The most bins any binned estimator or calibrator accepts: a million bins is far beyond any
+#: use (the papers use 15) and costs tens of MB; a larger count is refused before allocating.
+MAX_BINS = 1_000_000
+
+
+def check_n_bins(value, name: str = "n_bins") -> int:
+    """Validate a number of bins: an integer in ``[1, MAX_BINS]``, refused before any allocation."""
+    value = check_int(value, name, minimum=1)
+    if value > MAX_BINS:
+        raise ValueError(f"{name} must be at most {MAX_BINS:,}, got {value:,}")
+    return value
+
+
 def check_real(
     value,
     name: str,

@@ -119,3 +119,25 @@ def test_bad_ood_inputs():
         metrics.ood_auroc(GOOD_P, np.array([[0.5, 0.5]]))
     with pytest.raises(ValueError, match="score must be one of"):
         metrics.ood_auroc(GOOD_P, GOOD_P, score="energy")
+
+
+
+def _absurd_bins_calls():
+    from calibnb import calibration, losses, metrics
+
+    p, y, z = np.full((4, 2), 0.5), np.zeros(4, int), np.zeros((4, 2))
+    binned = [metrics.ece, metrics.adaptive_ece, metrics.classwise_ece, metrics.mce,
+              metrics.reliability_table, metrics.debiased_ece, metrics.calibration_report]
+    calibrators = [calibration.TemperatureScaling, calibration.FocalTemperatureScaling,
+                   calibration.HistogramBinning]
+    return ([(f.__name__, lambda n, f=f: f(p, y, n_bins=n)) for f in binned]
+            + [(c.__name__, lambda n, c=c: c(n_bins=n).fit(z, y)) for c in calibrators]
+            + [("AdaFocalLoss", lambda n: losses.AdaFocalLoss(n_bins=n))])
+
+
+@pytest.mark.parametrize("name, call", _absurd_bins_calls(), ids=lambda v: v if isinstance(v, str) else "")
+def test_an_absurd_bin_count_is_refused_before_allocating(name, call):
+    """10**9 bins used to be allocated (and killed by the memory limit); now they are refused
+    by name, at once (issue 18, item 5). A million bins is the most any estimator takes."""
+    with pytest.raises(ValueError, match="n_bins must be at most 1,000,000, got 1,000,000,000"):
+        call(10**9)

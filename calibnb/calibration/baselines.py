@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_int, check_labels, check_logits
+from .._validation import check_choice, check_int, check_labels, check_logits, check_n_bins
 from ..metrics.binning import assign_bins, mass_edges_sorted
 
 
@@ -150,7 +150,7 @@ class HistogramBinning(_TopLabelCalibrator):
         self.n_bins = n_bins
 
     def _fit_top(self, conf: np.ndarray, correct: np.ndarray) -> None:
-        n_bins = check_int(self.n_bins, "n_bins", minimum=1)
+        n_bins = check_n_bins(self.n_bins)
         self.edges_ = mass_edges_sorted(np.sort(conf), n_bins)
         bins = assign_bins(conf, self.edges_)
         count = np.bincount(bins, minlength=n_bins)

@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_int, check_labels, check_logits
+from .._validation import check_choice, check_labels, check_logits, check_n_bins
 from ..metrics import ece, nll
 from ..metrics.scores import NLL_EPS
 from ._grid import FocalGrid, batched_ece, check_grid
@@ -96,7 +96,7 @@ class FocalTemperatureScaling(BaseEstimator):
         check_choice(self.criterion, "criterion", ("ece", "nll"))
         check_choice(self.search, "search", ("grid", "loop", "line"))
         check_choice(self.binning, "binning", ("width", "mass"))
-        check_int(self.n_bins, "n_bins", minimum=1)
+        check_n_bins(self.n_bins)
         gammas = check_grid(self.gammas, PAPER_GAMMAS, "gammas", minimum=-1.0)
         temperatures = check_grid(self.temperatures, PAPER_FTS_TEMPERATURES, "temperatures",
                                   positive=True)

@@ -17,7 +17,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_int, check_labels, check_logits
+from .._validation import check_choice, check_labels, check_logits, check_n_bins
 from ..metrics import ece
 from ._grid import check_grid
 
@@ -62,7 +62,7 @@ class TemperatureScaling(BaseEstimator):
         """Choose the temperature on validation ``logits`` (N, K) and integer ``labels`` (N,)."""
         check_choice(self.criterion, "criterion", ("ece", "nll"))
         check_choice(self.binning, "binning", ("width", "mass"))
-        n_bins = check_int(self.n_bins, "n_bins", minimum=1)
+        n_bins = check_n_bins(self.n_bins)
         z = check_logits(logits, "logits")
         y = check_labels(labels, z.shape[0], z.shape[1], "labels")
         if self.criterion == "nll":

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from calibnb._validation import check_choice, check_int, check_probs_labels, check_real, to_numpy
+from calibnb._validation import check_choice, check_n_bins, check_probs_labels, check_real, to_numpy
 from calibnb.losses._common import check_logits_targets, check_reduction, lookup
 from calibnb.losses._fused import focal_family
 from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
@@ -111,7 +111,7 @@ class _ValidationBinned(nn.Module):
 
     def __init__(self, n_bins: int, reduction: str) -> None:
         super().__init__()
-        self.n_bins = check_int(n_bins, "n_bins", minimum=1)
+        self.n_bins = check_n_bins(n_bins)
         self.reduction = check_reduction(reduction)
         self.register_buffer("edges", torch.linspace(0.0, 1.0, self.n_bins + 1, dtype=torch.float64))
         self.history: list[dict[str, np.ndarray]] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_int
+from calibnb._validation import check_int, check_n_bins
 from calibnb.metrics.binning import assign_bins, bin_sums, mass_edges_sorted
 from calibnb.metrics.toplabel import top_label
 
@@ -27,7 +27,7 @@ def debiased_ece(probs, labels, n_bins: int = 15, squared: bool = False) -> floa
     returned as is with ``squared=True``, otherwise ``sqrt(max(E^2, 0))``.
     """
     conf, correct = top_label(probs, labels)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     if not isinstance(squared, bool):
         raise TypeError(f"squared must be a bool, got {squared!r}")
     edges = mass_edges_sorted(np.sort(conf), n_bins)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from calibnb._validation import check_choice, check_int, check_probs_labels
+from calibnb._validation import check_choice, check_n_bins, check_probs_labels
 from calibnb.metrics.binning import BINNINGS, assign_bins, bin_sums, mass_edges_sorted
 from calibnb.metrics.toplabel import top_label
 
@@ -62,7 +62,7 @@ def classwise_ece(probs, labels, n_bins: int = 15) -> float:
     Vectorised over classes: one ``bincount`` over (class, bin) pairs, in chunks of rows.
     """
     p, y = check_probs_labels(probs, labels)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     return classwise_ece_unchecked(p, y, n_bins)
 
 
@@ -104,7 +104,7 @@ def reliability_table(probs, labels, n_bins: int = 15, binning: str = "width") -
     (signed, as AdaFocal uses it; NaN for an empty bin). ``(count * |gap|).sum() / N`` is the ECE.
     """
     conf, correct = top_label(probs, labels)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     edges = _edges(conf, n_bins, binning)
     count, conf_sum, acc_sum = bin_sums(assign_bins(conf, edges), n_bins, conf, correct)
@@ -124,7 +124,7 @@ def reliability_table(probs, labels, n_bins: int = 15, binning: str = "width") -
 
 def _top_label_bins(conf: np.ndarray, correct: np.ndarray, n_bins, binning: str):
     """Validate the binning arguments and return the per-bin sums of the top-label view."""
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     edges = _edges(conf, n_bins, binning)
     return bin_sums(assign_bins(conf, edges), n_bins, conf, correct)

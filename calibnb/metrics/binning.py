@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_choice, check_int, to_numpy
+from calibnb._validation import check_choice, check_n_bins, to_numpy
 
 BINNINGS = ("width", "mass")
 
@@ -40,7 +40,7 @@ def bin_edges(confidences, n_bins: int = 15, binning: str = "width") -> np.ndarr
         Equal-width edges ``linspace(0, 1, n_bins + 1)`` or equal-mass edges (module docstring).
     """
     conf = check_confidences(confidences)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     if binning == "width":
         return np.linspace(0.0, 1.0, n_bins + 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_int, check_probs_labels
+from calibnb._validation import check_n_bins, check_probs_labels
 from calibnb.metrics.bias_corrected import debiased_from_bins, sweep_sorted
 from calibnb.metrics.binning import assign_bins, bin_sums, mass_edges_sorted
 from calibnb.metrics.binned import classwise_ece_unchecked, ece_from_bins, mce_from_bins
@@ -22,7 +22,7 @@ def calibration_report(probs, labels, n_bins: int = 15) -> dict[str, float]:
     ``(probs, labels)`` with ``n_bins`` (``ece_sweep`` and ``smooth_ece`` have no bins).
     """
     p, y = check_probs_labels(probs, labels)
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     conf, correct = top_label_unchecked(p, y)
     order = np.argsort(conf, kind="stable")
     s_conf, s_acc = conf[order], correct[order]

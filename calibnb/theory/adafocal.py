@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int, check_labels, check_probs
+from .._validation import check_labels, check_n_bins, check_probs
 from ..metrics import reliability_table
 from ..metrics.binning import assign_bins
 
@@ -78,7 +78,7 @@ def train_val_bin_confidence(train_probs, train_labels, val_probs, val_labels, n
     """
     train_probs = check_probs(train_probs, "train_probs")
     train_labels = check_labels(train_labels, train_probs.shape[0], train_probs.shape[1], "train_labels")
-    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    n_bins = check_n_bins(n_bins)
     table = reliability_table(val_probs, val_labels, n_bins, binning="mass")
     edges = np.append(table["lo"].to_numpy(), table["hi"].to_numpy()[-1])
     p_true = train_probs[np.arange(len(train_labels)), train_labels]

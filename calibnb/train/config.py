@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import asdict, dataclass, field
 
-from .._validation import check_choice, check_int, check_real
+from .._validation import check_choice, check_int, check_n_bins, check_real
 from .recipes import RECIPES, Recipe
 
 #: Loss parameters that may be given flat (``-p gamma 5``) as well as inside ``loss_params``.
@@ -92,7 +92,7 @@ class TrainConfig:
         check_int(self.seed, "seed", minimum=0)
         check_int(self.split_seed, "split_seed", minimum=0)
         check_int(self.val_size, "val_size", minimum=1)
-        check_int(self.n_bins, "n_bins", minimum=1)
+        check_n_bins(self.n_bins)
         if self.lr is not None:
             check_real(self.lr, "lr", minimum=0.0, strict_minimum=True)
         if self.weight_decay is not None:
