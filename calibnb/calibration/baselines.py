@@ -127,12 +127,19 @@ class SplineCalibration(_TopLabelCalibrator):
         n_knots = check_int(self.n_knots, "n_knots", minimum=2)
         order = np.argsort(conf, kind="stable")
         n = conf.size
+        if n < n_knots + 1:  # a cubic spline with n_knots - 2 inner knots has n_knots + 2 coefficients
+            raise ValueError(f"logits: spline recalibration with n_knots={n_knots} needs at least "
+                             f"{n_knots + 1} samples, got {n}")
         x = np.arange(1, n + 1) / n
         cumulative = np.cumsum(correct[order]) / n
         inner = np.linspace(0.0, 1.0, n_knots)[1:-1]
         knots = np.concatenate([[0.0] * 4, inner, [1.0] * 4])
-        self.spline_ = make_lsq_spline(np.concatenate([[0.0], x]),
-                                       np.concatenate([[0.0], cumulative]), knots, k=3)
+        try:
+            self.spline_ = make_lsq_spline(np.concatenate([[0.0], x]),
+                                           np.concatenate([[0.0], cumulative]), knots, k=3)
+        except (ValueError, np.linalg.LinAlgError) as error:  # Schoenberg-Whitney fails
+            raise ValueError(f"logits: too few distinct samples ({n}) for a spline with "
+                             f"n_knots={n_knots}: {error}") from None
         self.sorted_conf_ = conf[order]
 
     def _top(self, conf: np.ndarray) -> np.ndarray:
