@@ -41,9 +41,11 @@ data: $(STAMP)
 # chapters' many small parallel regions stall behind a descheduled thread: training in
 # nbs/train.md took 64-83 s instead of 25-38 s beside two busy processes, and beside `make test`
 # it ran past its cell time limit, after which the kernel logged a ZMQError at shutdown. Alone it
-# costs about 10% (14-16 s against 16-17 s).
+# costs about 10% (14-16 s against 16-17 s). TQDM_DISABLE=1 (tqdm's own environment default) keeps
+# progress bars, and tqdm's "IProgress not found" warning with the builder's paths, out of the
+# pages: a reader sees results, not the bars of the build that produced them.
 book: $(STAMP) $(MATHJAX) data
-	GOMP_SPINCOUNT=1000 $(BIN)/jupyter-book build . -W -n --keep-going
+	GOMP_SPINCOUNT=1000 TQDM_DISABLE=1 $(BIN)/jupyter-book build . -W -n --keep-going
 
 # Publish the built book to the gh-pages branch of the `origin` remote (GitHub Pages); the
 # workflow .github/workflows/book.yml does the same on every push to main.

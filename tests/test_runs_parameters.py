@@ -146,3 +146,13 @@ def test_a_corrupt_result_file_is_named(tmp_path):
     (run / "params.yaml").write_text("a: [1,\n")
     with pytest.raises(ValueError, match=r"run-1/params.yaml is not readable YAML"):
         load_results(tmp_path)
+
+
+def test_describe_gives_the_first_whole_sentence_of_a_sweep_file(tmp_path):
+    from calibnb.runs import describe
+    path = tmp_path / "s.yaml"
+    path.write_text("# Dual focal loss, Table 1 (Tao et al. 2023): ECE pre/post T, CIFAR-10/100,\n"
+                    "# four networks. γ per setting from the README.\n#   python -m calibnb sweep s.yaml\n"
+                    "notebook: x\n")
+    assert describe(path) == "Dual focal loss, Table 1 (Tao et al. 2023): ECE pre/post T, CIFAR-10/100, four networks."
+    assert describe(REPO / "configs/fashion_mnist_cpu.yaml").endswith("on real data on a CPU.")

@@ -24,7 +24,7 @@ from .methods import (FAMILIES, label_methods, method_family, method_label, meth
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import (METRICS, adafocal_updates, histories, load_results, pooled_logits, prune_unselected,
                       run_of, select_by_validation, select_runs)
-from .sweep import expand_grid, load_config, plan, sweep
+from .sweep import describe, expand_grid, load_config, plan, sweep
 
 __all__ = [
     "EXECUTION_KEYS",
@@ -33,6 +33,7 @@ __all__ = [
     "adafocal_updates",
     "atomic_path",
     "code_version",
+    "describe",
     "execute",
     "expand_grid",
     "histories",
