@@ -156,7 +156,9 @@ def download(url: str, dest: Path, *, md5: str, progress: bool | None = None) ->
 
     Raises ``OSError`` (unreachable, interrupted) or ``ValueError`` (checksum), leaving no file.
     """
-    from tqdm.auto import tqdm
+    from .._validation import progress_bar
+
+    tqdm = progress_bar()
 
     dest = Path(dest)
     with atomic_path(dest) as tmp:

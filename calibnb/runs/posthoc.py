@@ -159,7 +159,9 @@ def posthoc(config: str | os.PathLike | dict, progress: bool | None = None,
     ``jobs`` > 1 runs that many processes at once, each with one torch thread (every run is
     independent and deterministic, so the results do not depend on ``jobs``).
     """
-    from tqdm.auto import tqdm
+    from .._validation import progress_bar
+
+    tqdm = progress_bar()
 
     study = load_study(config)
     jobs = check_int(jobs, "jobs", minimum=1)

@@ -213,7 +213,7 @@ def gamma_counts(selected: dict, rows) -> pd.DataFrame:
     counts = pd.crosstab([runs["data set"], runs["row"]], runs["fts_gamma"])
     counts = counts.reindex(pd.MultiIndex.from_product([list(selected), rows]), fill_value=0)
     counts = counts[sorted(counts.columns)]
-    counts.columns = [f"γ_ev={c:g}" for c in counts.columns]
+    counts.columns = pd.Index([f"{c:g}" for c in counts.columns], name="γ_ev")
     counts.index.names = ["data set", "method"]
     return counts
 
@@ -230,13 +230,14 @@ def auroc_table(runs: pd.DataFrame, shifts: dict, rows=None) -> pd.DataFrame:
     return table
 
 
-def styled(table: pd.DataFrame, caption: str | None = None, digits: int = 2):
-    """The book's rendering of a table: every cell on one line, in compact type, numbers with
-    ``digits`` decimals, the cells marked with :data:`BETTER` in bold; ``caption`` above it.
+def styled(table: pd.DataFrame, caption: str | None = None, digits: int = 2, wrap: bool = False):
+    """The book's rendering of a table: every cell on one line (``wrap=True``: long text cells
+    wrap, for tables of sentences), in compact type, numbers with ``digits`` decimals, the cells
+    marked with :data:`BETTER` in bold; ``caption`` above it.
 
     Returns a pandas ``Styler`` (the notebook shows it as HTML); the table itself is unchanged.
     """
-    cell = "white-space: nowrap; font-size: 0.85em; padding: 0.15em 0.6em"
+    cell = f"white-space: {'normal' if wrap else 'nowrap'}; font-size: 0.85em; padding: 0.15em 0.6em"
     style = (table.style
              .set_table_styles([{"selector": "th, td", "props": cell},
                                 {"selector": "caption", "props": "caption-side: top; text-align: left"}])

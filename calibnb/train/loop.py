@@ -152,7 +152,9 @@ def train(config: TrainConfig | dict) -> dict:
     n_train = len(data.y_train)
     epochs = range(start_epoch, recipe.epochs)
     if config.progress:
-        from tqdm.auto import tqdm
+        from .._validation import progress_bar
+
+        tqdm = progress_bar()
 
         epochs = tqdm(epochs, initial=start_epoch, total=recipe.epochs, desc="epochs", mininterval=10)
     for epoch in epochs:
