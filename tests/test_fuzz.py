@@ -210,49 +210,26 @@ def check_calibrator(name, case):
     record("calibrators", kind, result)
 
 
-@pytest.mark.parametrize("name", METRICS)
-@FAST
-@given(case=probabilities())
-def test_metrics(name, case):
-    check_metric(name, case)
+def fuzz(check, cases, names, deep: bool = False):
+    """One test: ``check(name, case)`` for every name and drawn case; ``deep`` runs 300 examples
+    per name and is marked slow (``make test-slow``), else 25 (``make test``)."""
+
+    @pytest.mark.parametrize("name", names)
+    @(DEEP if deep else FAST)
+    @given(case=cases)
+    def test(name, case):
+        check(name, case)
+
+    return pytest.mark.slow(test) if deep else test
 
 
-@pytest.mark.parametrize("name", sorted(set(losses.LOSSES) - {"calfocal"}))
-@FAST
-@given(case=logits_and_targets())
-def test_losses(name, case):
-    check_loss(name, case)
-
-
-@pytest.mark.parametrize("name", CALIBRATORS)
-@FAST
-@given(case=logits_and_targets())
-def test_calibrators(name, case):
-    check_calibrator(name, case)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", METRICS)
-@DEEP
-@given(case=probabilities())
-def test_metrics_deeply(name, case):
-    check_metric(name, case)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(set(losses.LOSSES) - {"calfocal"}))
-@DEEP
-@given(case=logits_and_targets())
-def test_losses_deeply(name, case):
-    check_loss(name, case)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", CALIBRATORS)
-@DEEP
-@given(case=logits_and_targets())
-def test_calibrators_deeply(name, case):
-    check_calibrator(name, case)
+LOSS_NAMES = sorted(losses.LOSSES)
+test_metrics = fuzz(check_metric, probabilities(), METRICS)
+test_losses = fuzz(check_loss, logits_and_targets(), LOSS_NAMES)
+test_calibrators = fuzz(check_calibrator, logits_and_targets(), list(CALIBRATORS))
+test_metrics_deeply = fuzz(check_metric, probabilities(), METRICS, deep=True)
+test_losses_deeply = fuzz(check_loss, logits_and_targets(), LOSS_NAMES, deep=True)
+test_calibrators_deeply = fuzz(check_calibrator, logits_and_targets(), list(CALIBRATORS), deep=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
