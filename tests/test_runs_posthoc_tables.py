@@ -116,3 +116,37 @@ def test_estimator_agreement_ranks_the_calibrators_by_two_estimators():
     row = estimator_agreement(study).loc["LeNet-5 C10"]
     assert row.to_dict() == {"Spearman ρ": -1.0, "best by ece": "TS (ECE, 0.1..10)",
                              "best by adaece": "ensemble TS"}
+
+
+def test_paired_verdicts_network_summary_and_run_reading(study):
+    from calibnb.runs.posthoc_tables import load_run, network_summary, paired_verdicts
+    v = paired_verdicts(study, "fts", "ts_em", "adaece")
+    d = differences(study, "fts", "ts_em", "adaece")
+    assert list(v.index) == list(d.columns)
+    n = "cifar100-wideresnet-16-4"
+    assert v.loc[n, "difference"] == pytest.approx(d[n].mean())
+    assert (v.loc[n, "verdict"], v.loc[n, "agree"], v.loc[n, "splits"]) == ("holds", 5, 5)
+    summary = network_summary(study)
+    pre = study[(study["network"] == n) & (study["method"] == "pre")]
+    assert summary.loc["WRN-16-4 C100", "ECE (%)"] == pytest.approx(100 * pre["ece"].mean())
+    assert summary["classes"].tolist() == [10, 10, 100, 100, 100]
+    run = load_run(ROOT, n, 3)
+    assert (run["network"], run["split"]) == (n, 3)
+    with pytest.raises(ValueError, match="split-9/metrics.json"):
+        load_run(ROOT, n, 9)
+
+
+def test_the_fts_valley_is_the_best_temperature_per_gamma_and_its_slope():
+    from calibnb.calibration import FocalTemperatureScaling
+    from calibnb.data import load_predictions
+    from calibnb.runs.posthoc import calibration_split
+    from calibnb.runs.posthoc_tables import fts_valley, valley_slope
+    valley = fts_valley("cifar10-lenet-5", split=2)
+    z, y = load_predictions("cifar10-lenet-5")
+    calibrate, _ = calibration_split(2)
+    fts = FocalTemperatureScaling().fit(z[calibrate], y[calibrate])
+    for i, gamma in enumerate(fts.gammas_):  # the first minimum over T, per γ
+        assert valley[gamma] == fts.temperatures_[np.argmin(fts.scores_[i])]
+    assert valley[fts.gamma_] == fts.temperature_
+    line = pd.Series([1.0, 2.0, 4.0], index=[0.0, 1.0, 3.0])
+    assert valley_slope(line) == pytest.approx(1.0)

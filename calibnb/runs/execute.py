@@ -20,7 +20,7 @@ import calibnb
 
 from ..atomic import atomic_path, write_json, write_text
 from .naming import identity
-from .parameters import check_parameters
+from .parameters import check_parameters, check_training_parameters
 
 FINISHED_MARKER = "metrics.json"
 
@@ -104,11 +104,11 @@ def run_training(params: dict, out_dir: str | os.PathLike) -> Path:
     the runner for long CPU sweeps, where starting a kernel and drawing the notebook's figures for
     every run would cost more than the training.
     """
-    from ..train import TrainConfig, train
+    from ..train import train
 
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    TrainConfig.from_params(**{**params, "out_dir": None, "resume": False, "device": "cpu"})  # refuse before writing
+    check_training_parameters(params)  # refuse before writing anything
     out_dir = Path(out_dir).resolve()
     refuse_changed_resume(out_dir, params)
     out_dir.mkdir(parents=True, exist_ok=True)

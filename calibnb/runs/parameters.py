@@ -73,15 +73,23 @@ def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict |
                              f"like its default {default!r}, got {value!r}")
     full = {**declared, **params}
     if _is_training_notebook(declared):
-        from ..train import TrainConfig
-
         try:
-            # what the machine has (the device) is checked when the run starts, not here: a
-            # GPU sweep is planned and checked on a machine without one
-            TrainConfig.from_params(**{**full, "out_dir": None, "resume": False, "device": "cpu"})
+            check_training_parameters(full)
         except (TypeError, ValueError) as error:
             raise ValueError(f"parameters for {notebook}: {error}") from None
     return full
+
+
+def check_training_parameters(params: dict) -> None:
+    """Refuse training parameters that :meth:`calibnb.train.TrainConfig.from_params` refuses.
+
+    Where the run goes and what the machine has are checked when the run starts, not here
+    (``out_dir``, ``resume`` and ``device`` are left out): a GPU sweep is planned and checked on a
+    machine without one.
+    """
+    from ..train import TrainConfig
+
+    TrainConfig.from_params(**{**params, "out_dir": None, "resume": False, "device": "cpu"})
 
 
 def _is_training_notebook(declared: dict) -> bool:

@@ -15,11 +15,16 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
+from ..calibration import FocalTemperatureScaling
+from ..data import load_predictions
 from ..data.predictions import PREDICTIONS
 from ..paper_tables import paper_table
 from .methods import paired_verdict
+from .posthoc import calibration_split
 from .tables import BETTER, mean_std
 
 #: Method keys of the study in reading order, with the names the chapter prints.
@@ -105,20 +110,28 @@ def differences(study: pd.DataFrame, first: str, second: str, metric: str) -> pd
     return d[_networks(study)]
 
 
+def paired_verdicts(study: pd.DataFrame, first: str, second: str, metric: str) -> pd.DataFrame:
+    """Per network: :func:`calibnb.runs.paired_verdict` on the claim "``first`` has the lower
+    ``metric``" over the splits, the splits that agree, their number, and the mean difference
+    ``first − second`` (in the metric's units)."""
+    d = differences(study, first, second, metric)
+    rows = {}
+    for network in d.columns:
+        verdict, agree, n = paired_verdict(d[network])
+        rows[network] = {"verdict": verdict, "agree": agree, "splits": n, "difference": d[network].mean()}
+    return pd.DataFrame(rows).T
+
+
 def paired_splits(study: pd.DataFrame, first: str, second: str, metrics=("adaece", "ece", "nll")):
     """On how many splits ``first`` has the lower metric than ``second``, per network and metric.
 
-    Each cell reads ``"k/n: verdict"`` with :func:`calibnb.runs.paired_verdict`'s verdict on
-    the claim "``first`` is lower" (n = 5 splits: "holds" needs 4 of 5 and a lower mean).
+    Each cell reads ``"k/n: verdict"`` from :func:`paired_verdicts` (n = 5 splits: "holds"
+    needs 4 of 5 and a lower mean).
     """
     table = {}
     for metric in metrics:
-        d = differences(study, first, second, metric)
-        row = {}
-        for network in d.columns:
-            verdict, agree, n = paired_verdict(d[network])
-            row[network_label(network)] = f"{agree}/{n}: {verdict}"
-        table[metric] = row
+        v = paired_verdicts(study, first, second, metric)
+        table[metric] = {network_label(n): f"{r.agree}/{r.splits}: {r.verdict}" for n, r in v.iterrows()}
     return pd.DataFrame(table).T
 
 
@@ -135,6 +148,7 @@ def fts_table1_beside(study: pd.DataFrame, model: str = "resnet50") -> pd.DataFr
     """
     paper = paper_table("fts_table1")
     paper = paper[(paper["method"] == "cross_entropy") & (paper["model"] == model)]
+    verdicts = paired_verdicts(study, "fts", "ts_em", "adaece")
     rows = {}
     for dataset in ("cifar10", "cifar100"):
         p = paper[paper["dataset"] == dataset].set_index(["metric", "stage"])
@@ -152,8 +166,7 @@ def fts_table1_beside(study: pd.DataFrame, model: str = "resnet50") -> pd.DataFr
         for network in [n for n in _networks(study) if n.startswith(f"{dataset}-")]:
             runs = study[study["network"] == network].groupby("method")
             mean = runs[["nll", "adaece", "temperature", "gamma", "error"]].mean()
-            d = differences(study, "fts", "ts_em", "adaece")[network]
-            verdict, agree, n = paired_verdict(d)
+            v = verdicts.loc[network]
             label = f"ours: {network_label(network).split(' ')[0]}, {100 * (1 - mean.loc['pre', 'error']):.1f} %"
             rows[(dataset, label)] = {
                 "NLL TS (T)": f"{mean.loc['ts_nll', 'nll']:.2f} ({mean.loc['ts_nll', 'temperature']:.2f})",
@@ -163,7 +176,7 @@ def fts_table1_beside(study: pd.DataFrame, model: str = "resnet50") -> pd.DataFr
                 "ECE_EM FTS (γ, T)": f"{100 * mean.loc['fts', 'adaece']:.2f} ({mean.loc['fts', 'gamma']:.2f}, "
                                        f"{mean.loc['fts', 'temperature']:.2f})",
                 "FTS lower": "yes" if mean.loc["fts", "adaece"] < mean.loc["ts_em", "adaece"] else "no",
-                "verdict, splits": f"{verdict}: {agree}/{n}, {100 * d.mean():+.2f}"}
+                "verdict, splits": f"{v.verdict}: {v.agree}/{v.splits}, {100 * v.difference:+.2f}"}
     table = pd.DataFrame(rows).T
     table.index.names = ["data", "network, accuracy"]
     return table
@@ -187,8 +200,6 @@ def estimator_agreement(study: pd.DataFrame, first: str = "ece", second: str = "
     Spearman's ρ between the calibrators' mean ``first`` and mean ``second`` over the splits
     (``"pre"`` excluded), and the calibrator each estimator calls best.
     """
-    from scipy.stats import spearmanr
-
     rows = {}
     for network in _networks(study):
         means = (study[(study["network"] == network) & (study["method"] != "pre")]
@@ -198,3 +209,41 @@ def estimator_agreement(study: pd.DataFrame, first: str = "ece", second: str = "
             f"best by {first}": METHOD_NAMES[means[first].idxmin()],
             f"best by {second}": METHOD_NAMES[means[second].idxmin()]}
     return pd.DataFrame(rows).T
+
+
+def load_run(root: str | os.PathLike, network: str, split: int) -> dict:
+    """One run's ``metrics.json`` (for :func:`calibnb.runs.posthoc.probabilities_on_test`)."""
+    path = Path(root) / network / f"split-{split}" / "metrics.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a post-hoc run's metrics.json ({error!r})") from None
+
+
+def network_summary(study: pd.DataFrame) -> pd.DataFrame:
+    """Each network before calibration: classes, and accuracy, ECE, ECE_EM (%) and NLL, means
+    over the test halves."""
+    pre = study[study["method"] == "pre"].groupby("network")
+    networks = _networks(study)
+    table = pd.DataFrame({
+        "classes": {n: PREDICTIONS[n][1] for n in networks},
+        "accuracy (%)": 100 * (1 - pre["error"].mean()),
+        "ECE (%)": 100 * pre["ece"].mean(),
+        "ECE_EM (%)": 100 * pre["adaece"].mean(),
+        "NLL": pre["nll"].mean(),
+    }).loc[networks]
+    return table.rename(index=network_label)
+
+
+def fts_valley(network: str, split: int = 1) -> pd.Series:
+    """The best temperature for each γ of FTS's grid (the valley of its criterion surface, the FTS
+    paper's Fig. 8), refitted on ``network``'s calibration half of ``split``; indexed by γ."""
+    logits, labels = load_predictions(network)
+    calibrate, _ = calibration_split(split, len(labels))
+    fts = FocalTemperatureScaling().fit(logits[calibrate], labels[calibrate])
+    return pd.Series(fts.temperatures_[fts.scores_.argmin(axis=1)], index=fts.gammas_, name=network)
+
+
+def valley_slope(valley: pd.Series) -> float:
+    """The least-squares slope of a :func:`fts_valley` (T per unit of γ)."""
+    return float(np.polyfit(valley.index.to_numpy(float), valley.to_numpy(float), 1)[0])
