@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from loss_variants import VARIANTS, saturated_logits
+
 from calibnb.losses import (
-    AdaFocalLoss,
-    CalFocalLoss,
     brier_loss,
     cross_entropy,
     dual_focal_loss,
@@ -20,54 +20,6 @@ from calibnb.losses import (
     get_loss,
     inverse_focal_loss,
 )
-
-
-def adafocal_with_mixed_gammas(base: str) -> AdaFocalLoss:
-    """AdaFocal whose bins hold every kind of gamma: inverse, switched, zero, small, large."""
-    loss = AdaFocalLoss(n_bins=8, base=base)
-    loss.gammas.copy_(torch.tensor([-2.0, -0.2, 0.0, 0.2, 0.5, 1.0, 5.0, 20.0], dtype=torch.float64))
-    return loss
-
-
-#: Every loss, with the hyper-parameters where numerics are hardest (gamma < 1, zero offsets).
-VARIANTS = {
-    "cross_entropy": lambda: get_loss("cross_entropy"),
-    "focal 3": lambda: get_loss("focal_loss", gamma=3.0),
-    "focal 0.5": lambda: get_loss("focal_loss", gamma=0.5),
-    "focal 0.2": lambda: get_loss("focal_loss", gamma=0.2),
-    "flsd-53": lambda: get_loss("focal_loss_sd"),
-    "inverse 2": lambda: get_loss("inverse_focal_loss", gamma=2.0),
-    "dual 5": lambda: get_loss("dual_focal_loss", gamma=5.0),
-    "dual 0.5": lambda: get_loss("dual_focal_loss", gamma=0.5),
-    "dual second": lambda: get_loss("dual_focal_loss", gamma=0.5, dual="second"),
-    "dual mean_top3": lambda: get_loss("dual_focal_loss", gamma=0.5, dual="mean_top3"),
-    "dual mean_all": lambda: get_loss("dual_focal_loss", gamma=0.5, dual="mean_all"),
-    "dual offset 0": lambda: get_loss("dual_focal_loss", gamma=0.5, dual=0.0),
-    "dfl-sd": lambda: get_loss("dual_focal_loss_sd"),
-    "fcl l2": lambda: get_loss("focal_calibration_loss", gamma=0.5, lam=1.5),
-    "fcl l1": lambda: get_loss("focal_calibration_loss", gamma=2.0, lam=0.5, norm="l1"),
-    "brier": lambda: get_loss("brier_loss"),
-    "label smoothing": lambda: get_loss("label_smoothing_loss"),
-    "mmce": lambda: get_loss("mmce_loss"),
-    "adafocal": lambda: adafocal_with_mixed_gammas("focal"),
-    "adadualfocal": lambda: adafocal_with_mixed_gammas("dual"),
-    "calfocal 1": lambda: CalFocalLoss(lam=100.0, case=1),
-    "calfocal 2": lambda: CalFocalLoss(lam=10.0, case=2),
-}
-
-
-def saturated_logits(k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """float32 logits of size 1e4 and targets that make p_t -> 1, p_t -> 0, and ties."""
-    z = torch.zeros(6, k)
-    z[0, 0] = 1e4  # target 0 certain: p_t rounds to 1
-    z[1, 0] = 1e4  # target 1: p_t underflows to 0
-    z[2, :] = -1e4
-    z[2, 1] = 1e4
-    z[3, 0] = z[3, 1] = 1e4  # a tie at the top
-    z[4] = torch.linspace(-1e4, 1e4, k)
-    z[5, 1] = 30.0  # p_t = 1 - 1e-13: below float32's resolution of 1
-    t = torch.tensor([0, 1, 1, 0, k - 1, 1])
-    return z, t
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

@@ -120,8 +120,10 @@ def test_a_nan_loss_stops_the_run_with_a_clear_error(monkeypatch):
             return logits.sum() * float("nan")
 
     monkeypatch.setattr(train_loop, "get_loss", lambda *args, **kwargs: NaNLoss())
-    with pytest.raises(FloatingPointError, match="epoch 1, step 1"):
+    with pytest.raises(FloatingPointError, match=r"became nan in epoch 1 \(loss="):  # read once per epoch
         train(TINY)
+    with pytest.raises(FloatingPointError, match="in epoch 1, step 2"):  # read every log_every steps
+        train({**TINY, "log_every": 2})
 
 
 @pytest.mark.slow

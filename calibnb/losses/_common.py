@@ -19,13 +19,15 @@ REDUCTIONS = ("mean", "sum", "none")
 _HALF = (torch.float16, torch.bfloat16)
 
 
-def check_logits_targets(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+def check_logits_targets(logits: Tensor, targets: Tensor, validate: bool = True) -> tuple[Tensor, Tensor]:
     """Validate ``(logits, targets)`` and return them ready to compute with.
 
     Half-precision logits (float16, bfloat16, e.g. under ``torch.autocast``) are upcast to
     float32, as ``torch.nn.functional.cross_entropy`` does under autocast; targets become int64.
     Raises ``TypeError`` for non-tensors and wrong dtypes, ``ValueError`` for wrong shapes,
-    NaN/inf logits and targets outside ``[0, K)``.
+    NaN/inf logits and targets outside ``[0, K)``. ``validate=False`` (a training loop that
+    checked its data once) keeps the checks of types and shapes, which read no values, and
+    skips those of the values, so nothing is read back from the device.
     """
     if not isinstance(logits, Tensor):
         raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
@@ -46,6 +48,8 @@ def check_logits_targets(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tenso
         raise ValueError(f"targets must have shape ({n},) to match logits, got {tuple(targets.shape)}")
     if targets.device != logits.device:
         raise ValueError(f"targets is on {targets.device} but logits is on {logits.device}")
+    if not validate:
+        return (logits.float() if logits.dtype in _HALF else logits), targets.long()
     # One fused check, one host sync: the sum of the logits is finite unless some logit is NaN
     # or inf (or finite ones overflow it: then the exact element-wise test decides), and the
     # largest row spread (max - min) bounds every log-probability the losses compute.
@@ -83,6 +87,20 @@ def max_logit_spread(dtype: torch.dtype) -> float:
 def check_reduction(reduction: str) -> str:
     """Validate ``reduction`` against ``"mean" | "sum" | "none"``."""
     return check_choice(reduction, "reduction", REDUCTIONS)
+
+
+def check_validate(validate: bool) -> bool:
+    """Validate the ``validate`` switch of the losses (a bool)."""
+    if not isinstance(validate, bool):
+        raise TypeError(f"validate must be a bool, got {validate!r}")
+    return validate
+
+
+def host_free(logits: Tensor, validate: bool) -> bool:
+    """Whether a loss must compute without reading values back to the host: when asked to
+    (``validate=False``) and on every device but the CPU, where the branches that read a number
+    (rare overflows and ties, handled apart) are free and faster."""
+    return not validate or logits.device.type != "cpu"
 
 
 def reduce(loss: Tensor, reduction: str) -> Tensor:

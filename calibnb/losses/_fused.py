@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from calibnb.losses._common import per_sample_gradient, reduce
+from calibnb.losses._common import host_free, per_sample_gradient, reduce
 
 #: ``log2(e)``: ``exp(x) = exp2(x log2(e))`` (:func:`softmax_parts`).
 LOG2_E = 1.0 / math.log(2.0)
@@ -68,7 +68,7 @@ DUAL_CHOICES = {
 }
 
 
-def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
+def dual_classes(difference: Tensor, dual: str, host_free: bool = False) -> tuple[Tensor, Tensor]:
     """The classes ``(N, r)`` that make up ``p_j`` and their weights ``(N, r)``: ``p_j = sum_c w_c p_c``.
 
     ``difference`` is ``z - z_t`` ``(N, K)``, of logits or of log-probabilities alike
@@ -79,7 +79,8 @@ def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
     ``r``-th class below the target is the smallest score once the ``r - 1`` classes found
     before are set to ``+inf``. Runs without autograd; searches of several ranks keep the
     scores and write the indicators of :func:`row_argmin` to a second buffer, so each further
-    rank costs three passes, not four.
+    rank costs three passes, not four. ``host_free`` searches without reading values back to
+    the host (:func:`row_argmin`).
     """
     rank, how = DUAL_CHOICES[dual]
     with torch.no_grad():
@@ -89,7 +90,7 @@ def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
             return index, weight / weight.sum(1, keepdim=True).clamp_min(1)
         score = torch.reciprocal(difference)
         if rank == 1:  # the paper's DFL: one search
-            value, index = row_argmin(score, scratch=score)
+            value, index = row_argmin(score, scratch=score, host_free=host_free)
             return index, value.lt(0).to(difference.dtype)
         scratch = torch.empty_like(score)
         above = torch.full_like(score[:, :1], float("inf"))
@@ -97,7 +98,7 @@ def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
         for _ in range(min(rank, difference.shape[1])):
             if indices:
                 score.scatter_(1, indices[-1], above)  # a tensor source: twice as fast as a number
-            value, index = row_argmin(score, scratch=scratch)
+            value, index = row_argmin(score, scratch=scratch, host_free=host_free)
             values.append(value)
             indices.append(index)
         index = torch.cat(indices, dim=1)
@@ -109,8 +110,15 @@ def dual_classes(difference: Tensor, dual: str) -> tuple[Tensor, Tensor]:
         return index[:, rank - 1 :], weight[:, rank - 1 :]
 
 
-def row_argmin(score: Tensor, scratch: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """``score.min(dim=1, keepdim=True)`` at a fraction of its cost on CPUs (see :func:`row_argmax`)."""
+def row_argmin(score: Tensor, scratch: Tensor | None = None, host_free: bool = False) -> tuple[Tensor, Tensor]:
+    """``score.min(dim=1, keepdim=True)`` at a fraction of its cost on CPUs (see :func:`row_argmax`).
+
+    The CPU search reads one number back to find rows with tied minima; ``host_free=True`` (a
+    GPU, or a loss built with ``validate=False``) calls ``torch.min`` itself, which reads nothing
+    and also returns the first index among equal scores.
+    """
+    if host_free:
+        return score.min(dim=1, keepdim=True)
     return _row_extremum(score, False, scratch)
 
 
@@ -167,6 +175,7 @@ def focal_family(
     offset: float = 0.0,
     smoothing: float = 0.0,
     reduction: str = "none",
+    validate: bool = True,
 ) -> Tensor:
     """The loss of the focal family, reduced by ``reduction``, with a fused, closed-form backward.
 
@@ -178,9 +187,12 @@ def focal_family(
     against the smoothed label ``(1 - alpha) y + alpha / K``: ``-sum_k s_k log p_k = -l_t +
     alpha (z_t - mean_k z_k)``, whose gradient ``alpha (e_t - 1/K)`` needs no pass of its own.
     The reduction happens inside the fused function, which spares autograd a node. Takes
-    validated float logits, int64 targets and a validated ``reduction``.
+    validated float logits, int64 targets and a validated ``reduction``; ``validate=False``
+    computes without reading any value back to the host (:func:`calibnb.losses._common.host_free`).
     """
-    return _FocalFamily.apply(logits, targets, rule, dual, brier, offset, smoothing, reduction)
+    return _FocalFamily.apply(
+        logits, targets, rule, dual, brier, offset, smoothing, reduction, host_free(logits, validate)
+    )
 
 
 def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
@@ -203,7 +215,9 @@ def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tens
     return e, s, m, logits.gather(1, t).sub_(m).sub_(s.log())
 
 
-def target_softmax(logits: Tensor, t: Tensor, difference: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def target_softmax(
+    logits: Tensor, t: Tensor, difference: Tensor, host_free: bool = False
+) -> tuple[Tensor, Tensor, Tensor]:
     """``(e, s, log p_t)`` with ``p = e / s``, shifted by the target's logit instead of the maximum.
 
     ``e = exp(z - z_t)`` is written into ``difference`` (``z - z_t``, which the dual search also
@@ -213,7 +227,16 @@ def target_softmax(logits: Tensor, t: Tensor, difference: Tensor) -> tuple[Tenso
     float32: a sample the network gets confidently wrong), ``e`` or ``s`` overflows to ``inf``;
     those rows, found with one host synchronisation, are recomputed shifted by their maximum
     (:func:`softmax_parts`). ``t`` ``(N, 1)`` holds the targets.
+
+    ``host_free=True`` (a GPU, or a loss built with ``validate=False``) cannot look for such rows
+    without reading a value back, so it shifts every row by its maximum: one more pass, ``e =
+    exp(z - max_k z_k)`` (then ``e_t <= 1``), and ``log p_t = -(max_k z_k - z_t) - log s``.
+    ``difference`` is overwritten in both cases.
     """
+    if host_free:
+        above = difference.amax(dim=1, keepdim=True)  # max_k z_k - z_t >= 0
+        e, s = _exp_and_sum(difference.sub_(above))
+        return e, s, s.log().add_(above).neg_()
     e, s = _exp_and_sum(difference)
     logp_t = s.log().neg_()
     if s.max().item() == float("inf"):
@@ -274,13 +297,13 @@ class _FocalFamily(torch.autograd.Function):
     @staticmethod
     def forward(
         ctx, logits: Tensor, targets: Tensor, rule: GammaRule | None, dual: str, brier: float, offset: float,
-        smoothing: float, reduction: str,
+        smoothing: float, reduction: str, host_free: bool,
     ) -> Tensor:
         t = targets.unsqueeze(1)
         difference = difference_to_target(logits, t)
         if dual != "none":
-            index, weight = dual_classes(difference, dual)
-        e, s, logp_t = target_softmax(logits, t, difference)  # p = e / s; the backward writes into e
+            index, weight = dual_classes(difference, dual, host_free)
+        e, s, logp_t = target_softmax(logits, t, difference, host_free)  # p = e / s; the backward writes into e
         inv_s = s.reciprocal_()
         p_t = logp_t.exp()
         if dual == "none":
@@ -313,7 +336,7 @@ class _FocalFamily(torch.autograd.Function):
         if smoothing:  # + alpha (e_t - 1/K)
             loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
             at_target = at_target + smoothing
-        ctx.brier, ctx.smoothing, ctx.reduction = brier, smoothing, reduction
+        ctx.brier, ctx.smoothing, ctx.reduction, ctx.host_free = brier, smoothing, reduction, host_free
         ctx.softmax = e  # an attribute, not saved: the backward may write into it
         at_dual = None if index is None else q * weighted_p
         ctx.save_for_backward(logits, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
@@ -323,10 +346,10 @@ class _FocalFamily(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         logits, t, row, at_target, index, at_dual = ctx.saved_tensors
-        p = take_softmax(ctx, lambda: _target_softmax_again(logits, t, normalised=bool(ctx.brier)))
+        p = take_softmax(ctx, lambda: _target_softmax_again(logits, t, bool(ctx.brier), ctx.host_free))
         grad = per_sample_gradient(grad, ctx.reduction, len(t))
         if ctx.brier:  # p * (row grad + 2 lam grad p)
-            grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad))
+            grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad, ctx.host_free))
         else:  # e (row / s) grad
             grad_logits = p.mul_(row * grad)
         if ctx.smoothing:
@@ -334,7 +357,7 @@ class _FocalFamily(torch.autograd.Function):
         grad_logits.scatter_add_(1, t, at_target * grad)
         if index is not None:
             grad_logits.scatter_add_(1, index, at_dual * grad)
-        return grad_logits, None, None, None, None, None, None, None
+        return grad_logits, None, None, None, None, None, None, None, None
 
 
 def take_softmax(ctx, recompute: Callable[[], Tensor]) -> Tensor:
@@ -349,19 +372,19 @@ def take_softmax(ctx, recompute: Callable[[], Tensor]) -> Tensor:
     return recompute() if p is None else p
 
 
-def _target_softmax_again(logits: Tensor, t: Tensor, normalised: bool) -> Tensor:
+def _target_softmax_again(logits: Tensor, t: Tensor, normalised: bool, host_free: bool) -> Tensor:
     """The focal family's softmax buffer, recomputed as its forward computed it."""
-    e, s, _ = target_softmax(logits, t, difference_to_target(logits, t))
+    e, s, _ = target_softmax(logits, t, difference_to_target(logits, t), host_free)
     return e.mul_(s.reciprocal_()) if normalised else e
 
 
-def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor) -> Tensor:
+def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor, host_free: bool) -> Tensor:
     """``row + scale * p`` as a new tensor like ``p``; ``scale`` is 0-dim or ``(N, 1)``.
 
     A 0-dim ``scale`` on the CPU is read as a number (free there) for ``torch.add(alpha=)``:
-    ``addcmul`` with a broadcast tensor took 4x as long on (4096, 100).
+    ``addcmul`` with a broadcast tensor took 4x as long on (4096, 100). ``host_free`` reads nothing.
     """
-    if scale.ndim == 0 and scale.device.type == "cpu":
+    if scale.ndim == 0 and not host_free:
         return torch.add(row, p, alpha=scale.item())
     return torch.add(row, p * scale)
 

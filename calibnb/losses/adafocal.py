@@ -23,9 +23,8 @@ import torch
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_n_bins, check_probs_labels, check_real, to_numpy
-from calibnb.losses._common import check_logits_targets, check_reduction, lookup
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
-from calibnb.metrics.binning import assign_bins, bin_edges, bin_sums
 
 
 def adafocal_update(
@@ -62,14 +61,22 @@ def adafocal_update(
         raise ValueError(f"gaps must have the shape of gammas {g.shape}, got {e.shape}")
     if np.isinf(e).any():
         raise ValueError("gaps contains inf (use NaN to mark an empty bin)")
-    empty = np.isnan(e)
-    focal = g >= 0
-    new = g * np.exp(np.where(focal, lam, -lam) * np.where(empty, 0.0, e))
-    new = np.where(np.abs(new) < switch, np.where(focal, -switch, switch), new)
-    new = np.where(empty, g, np.clip(new, gamma_min, gamma_max))
+    new = update_gammas(torch.from_numpy(g), torch.from_numpy(e), lam, switch, gamma_min, gamma_max).numpy()
     if isinstance(gammas, Tensor):
         return torch.as_tensor(new, dtype=gammas.dtype, device=gammas.device)
     return new
+
+
+def update_gammas(
+    gammas: Tensor, gaps: Tensor, lam: float, switch: float, gamma_min: float, gamma_max: float
+) -> Tensor:
+    """The rule of :func:`adafocal_update` as tensor operations on validated ``gammas`` and
+    ``gaps`` (NaN for an empty bin), where they are: nothing is read back to the host."""
+    empty = torch.isnan(gaps)
+    direction = (gammas >= 0).to(gammas.dtype).mul_(2.0).sub_(1.0)  # +1 focal, -1 inverse focal
+    new = gammas * torch.exp(direction * lam * torch.where(empty, 0.0, gaps))
+    new = torch.where(new.abs() < switch, direction * -switch, new)
+    return torch.where(empty, gammas, new.clamp(gamma_min, gamma_max))
 
 
 def adafocal_loss(
@@ -79,6 +86,7 @@ def adafocal_loss(
     edges,
     base: str = "focal",
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """AdaFocal loss (Ghosh et al. 2022, Eq. 5) for per-bin ``gammas`` ``(M,)`` and ``edges`` ``(M+1,)``.
 
@@ -86,11 +94,12 @@ def adafocal_loss(
     in (values beyond the outer edges go to the first or last bin): ``gamma >= 0`` gives
     ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives ``-(1 + d)^|gamma| log p_t``, with
     ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j`` (``base="dual"``, the dual focal form of
-    AdaDualFocal). No gradient flows through gamma.
+    AdaDualFocal). No gradient flows through gamma. ``validate``: see
+    :func:`calibnb.losses.focal_loss`.
     """
     base = check_choice(base, "base", ("focal", "dual"))
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     gammas = torch.as_tensor(gammas, dtype=logits.dtype, device=logits.device)
     edges = torch.as_tensor(edges, dtype=logits.dtype, device=logits.device)
     if gammas.ndim != 1 or edges.shape != (gammas.shape[0] + 1,):
@@ -103,38 +112,78 @@ def adafocal_loss(
         gamma = lookup(gammas, p_t - p_j, inner)
         return gamma.abs(), gamma < 0
 
-    return focal_family(logits, targets, rule, "largest" if base == "dual" else "none", reduction=reduction)
+    family = "largest" if base == "dual" else "none"
+    return focal_family(logits, targets, rule, family, reduction=reduction, validate=validate)
 
 
-class _ValidationBinned(nn.Module):
-    """Shared state of AdaFocal and CalFocal: bin edges over ``[0, 1]`` and the bin lookup."""
+class ValidationBinnedLoss(nn.Module):
+    """Shared state of AdaFocal and CalFocal: bin edges over ``[0, 1]``, the bin lookup, and an
+    :meth:`update` from the validation set that a training loop calls between batches.
 
-    def __init__(self, n_bins: int, reduction: str) -> None:
+    The update runs where its inputs are: validation probabilities given as a tensor on a GPU
+    are binned there and the buffers updated there, reading nothing back to the host; each
+    update's record waits on the device until :attr:`history` is read (once per epoch, for the
+    logs). Arrays (numpy) are checked as probabilities first; tensors only when the loss was
+    built with ``validate=True``.
+    """
+
+    def __init__(self, n_bins: int, reduction: str, validate: bool) -> None:
         super().__init__()
         self.n_bins = check_n_bins(n_bins)
         self.reduction = check_reduction(reduction)
+        self.validate = check_validate(validate)
         self.register_buffer("edges", torch.linspace(0.0, 1.0, self.n_bins + 1, dtype=torch.float64))
-        self.history: list[dict[str, np.ndarray]] = []
+        self._history: list[dict[str, np.ndarray]] = []
+        self._pending: list[dict[str, Tensor]] = []
 
-    def validation_bins(self, val_probs, val_labels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Equal-mass bins of validation top-label confidence: edges, counts, mean confidence, accuracy.
+    @property
+    def history(self) -> list[dict[str, np.ndarray]]:
+        """One record per :meth:`update` (float64 arrays), brought to the host when read."""
+        if self._pending:
+            self._history += [{key: value.cpu().numpy() for key, value in record.items()} for record in self._pending]
+            self._pending.clear()
+        return self._history
 
-        Mean confidence and accuracy are NaN in an empty bin.
+    def validation_bins(self, val_probs, val_labels) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Equal-mass bins of validation top-label confidence: edges, counts, mean confidence,
+        accuracy, as float64 tensors on the device of ``val_probs`` (on the CPU for arrays).
+
+        The bins are those of :func:`calibnb.metrics.binning.bin_edges` (``binning="mass"``)
+        with the ``(lo, hi]`` assignment of :func:`~calibnb.metrics.binning.assign_bins`,
+        computed with tensor operations. Mean confidence and accuracy are NaN in an empty bin.
         """
-        probs, labels = check_probs_labels(val_probs, val_labels)
-        confidence = probs.max(axis=1)
-        correct = (probs.argmax(axis=1) == labels).astype(np.float64)
-        edges = bin_edges(confidence, self.n_bins, binning="mass")
-        counts, conf_sum, acc_sum = bin_sums(assign_bins(confidence, edges), self.n_bins, confidence, correct)
-        nonempty = counts > 0
+        if not isinstance(val_probs, Tensor) or self.validate:
+            checked = check_probs_labels(to_numpy(val_probs, "val_probs"), to_numpy(val_labels, "val_labels"))
+            device = val_probs.device if isinstance(val_probs, Tensor) else torch.device("cpu")
+            val_probs, val_labels = (torch.from_numpy(a).to(device) for a in checked)
+        elif val_probs.ndim != 2 or val_labels.shape != val_probs.shape[:1]:
+            raise ValueError(f"val_probs (N, K) and val_labels (N,) do not fit: {tuple(val_probs.shape)}, "
+                             f"{tuple(val_labels.shape)}")
+        confidence, predicted = val_probs.to(torch.float64).max(dim=1)
+        correct = (predicted == val_labels).to(torch.float64)
+        edges = _mass_edges(torch.sort(confidence).values, self.n_bins)
+        bins = torch.searchsorted(edges[1:-1].contiguous(), confidence)  # (lo, hi]
+        sums = torch.zeros(3, self.n_bins, dtype=torch.float64, device=confidence.device)
+        sums.index_add_(1, bins, torch.stack([torch.ones_like(confidence), confidence, correct]))
+        counts, conf_sum, acc_sum = sums
+        means = torch.where(counts > 0, sums[1:] / counts.clamp_min(1), torch.nan)
+        return edges, counts, means[0], means[1]
 
-        def bin_mean(sums: np.ndarray) -> np.ndarray:
-            return np.divide(sums, counts, out=np.full(self.n_bins, np.nan), where=nonempty)
 
-        return edges, counts, bin_mean(conf_sum), bin_mean(acc_sum)
+def _mass_edges(sorted_confidence: Tensor, n_bins: int) -> Tensor:
+    """:func:`calibnb.metrics.binning.mass_edges_sorted` as tensor operations: the group starts
+    follow from the sizes alone, so only the midpoints touch the values."""
+    n = sorted_confidence.shape[0]
+    q, r = divmod(n, n_bins)
+    starts = [j * q + min(j, r) for j in range(1, n_bins)]
+    inside = torch.tensor([s for s in starts if s < n], dtype=torch.long, device=sorted_confidence.device)
+    interior = torch.ones(n_bins - 1, dtype=torch.float64, device=sorted_confidence.device)
+    interior[: len(inside)] = (sorted_confidence[inside - 1] + sorted_confidence[inside]) / 2.0
+    zero = interior.new_zeros(1)
+    return torch.cat([zero, interior, zero + 1.0])
 
 
-class AdaFocalLoss(_ValidationBinned):
+class AdaFocalLoss(ValidationBinnedLoss):
     """AdaFocal: focal loss with one gamma per validation bin, updated by Algorithm 1 of Ghosh et al. (2022).
 
     Starts from equal-width bins with ``gamma_init`` everywhere (the first epoch is focal loss
@@ -156,8 +205,9 @@ class AdaFocalLoss(_ValidationBinned):
         switch: float = 0.2,
         base: str = "focal",
         reduction: str = "mean",
+        validate: bool = True,
     ) -> None:
-        super().__init__(n_bins, reduction)
+        super().__init__(n_bins, reduction, validate)
         self.lam = check_real(lam, "lam", minimum=0.0)
         self.gamma_min = check_real(gamma_min, "gamma_min")
         self.gamma_max = check_real(gamma_max, "gamma_max", minimum=self.gamma_min)
@@ -167,19 +217,22 @@ class AdaFocalLoss(_ValidationBinned):
         self.register_buffer("gammas", torch.full((self.n_bins,), gamma_init, dtype=torch.float64))
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return adafocal_loss(logits, targets, self.gammas, self.edges, self.base, self.reduction)
+        return adafocal_loss(logits, targets, self.gammas, self.edges, self.base, self.reduction, self.validate)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> Tensor:
-        """Recompute the validation bins and apply :func:`adafocal_update`; return the new gammas."""
+        """Recompute the validation bins and apply :func:`adafocal_update`; return the new gammas.
+
+        ``val_probs`` ``(N, K)`` and ``val_labels`` ``(N,)``, arrays or tensors (a tensor on the
+        GPU is binned there: :class:`ValidationBinnedLoss`).
+        """
         edges, _, confidence, accuracy = self.validation_bins(val_probs, val_labels)
         gaps = confidence - accuracy
-        gammas = adafocal_update(
-            self.gammas.cpu().numpy(), gaps, self.lam, self.switch, self.gamma_min, self.gamma_max
-        )
-        self.gammas.copy_(torch.from_numpy(gammas))
-        self.edges.copy_(torch.from_numpy(edges))
-        self.history.append({"edges": edges, "gaps": gaps, "gammas": gammas})
+        gammas = update_gammas(self.gammas, gaps.to(self.gammas.device), self.lam, self.switch,
+                               self.gamma_min, self.gamma_max)
+        self.gammas.copy_(gammas)
+        self.edges.copy_(edges)
+        self._pending.append({"edges": edges, "gaps": gaps, "gammas": gammas.clone()})
         return self.gammas.clone()
 
     def extra_repr(self) -> str:
@@ -189,7 +242,7 @@ class AdaFocalLoss(_ValidationBinned):
         )
 
 
-class CalFocalLoss(_ValidationBinned):
+class CalFocalLoss(ValidationBinnedLoss):
     """CalFocal, the precursor of AdaFocal (Ghosh et al. 2022, §5.1, Eqs. 2 and 3).
 
     ``case=1``: each sample's ``gamma_n = exp(lam (p_n - A_b))`` with ``A_b`` the validation
@@ -203,9 +256,10 @@ class CalFocalLoss(_ValidationBinned):
     """
 
     def __init__(
-        self, n_bins: int = 15, lam: float = 10.0, case: int = 2, gamma_max: float = 1e3, reduction: str = "mean"
+        self, n_bins: int = 15, lam: float = 10.0, case: int = 2, gamma_max: float = 1e3, reduction: str = "mean",
+        validate: bool = True,
     ) -> None:
-        super().__init__(n_bins, reduction)
+        super().__init__(n_bins, reduction, validate)
         self.lam = check_real(lam, "lam", minimum=0.0)
         self.case = check_choice(case, "case", (1, 2))
         self.gamma_max = check_real(gamma_max, "gamma_max", minimum=1.0)
@@ -214,7 +268,7 @@ class CalFocalLoss(_ValidationBinned):
         self.register_buffer("confidences", centres.clone())
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        logits, targets = check_logits_targets(logits, targets)
+        logits, targets = check_logits_targets(logits, targets, self.validate)
         inner = self.edges[1:-1].to(logits.device, logits.dtype)
         accuracies = self.accuracies.to(logits.device, logits.dtype)
         # case 1: p_t - A_b; case 2: C_b - A_b, a table of its own
@@ -224,14 +278,15 @@ class CalFocalLoss(_ValidationBinned):
             gap = p_t - lookup(table, p_t, inner) if self.case == 1 else lookup(table, p_t, inner)
             return torch.exp(self.lam * gap).clamp_max(self.gamma_max), False
 
-        return focal_family(logits, targets, rule, reduction=self.reduction)
+        return focal_family(logits, targets, rule, reduction=self.reduction, validate=self.validate)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> None:
-        """Recompute the equal-mass validation bins and their confidence and accuracy."""
-        edges, _, confidence, accuracy = self.validation_bins(val_probs, val_labels)
-        empty = np.isnan(confidence)
-        self.confidences.copy_(torch.from_numpy(np.where(empty, self.confidences.cpu().numpy(), confidence)))
-        self.accuracies.copy_(torch.from_numpy(np.where(empty, self.accuracies.cpu().numpy(), accuracy)))
-        self.edges.copy_(torch.from_numpy(edges))
-        self.history.append({"edges": edges, "confidences": confidence, "accuracies": accuracy})
+        """Recompute the equal-mass validation bins and their confidence and accuracy (arrays
+        or tensors, as :meth:`AdaFocalLoss.update`)."""
+        edges, _, confidence, accuracy = (t.to(self.edges.device) for t in self.validation_bins(val_probs, val_labels))
+        empty = torch.isnan(confidence)
+        self.confidences.copy_(torch.where(empty, self.confidences, confidence))
+        self.accuracies.copy_(torch.where(empty, self.accuracies, accuracy))
+        self.edges.copy_(edges)
+        self._pending.append({"edges": edges, "confidences": confidence, "accuracies": accuracy})

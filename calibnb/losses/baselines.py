@@ -15,7 +15,9 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, per_sample_gradient, reduce
+from calibnb.losses._common import (
+    check_logits_targets, check_reduction, check_validate, host_free, per_sample_gradient, reduce,
+)
 from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
@@ -28,18 +30,21 @@ def _cross_entropy_rule(p_t: Tensor, p_j: Tensor) -> tuple[float, bool]:
     return 0.0, False
 
 
-def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
+def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean", validate: bool = True) -> Tensor:
     """Brier loss ``sum_k (p_k - y_k)^2`` with ``y`` the one-hot label (Brier 1950).
 
     The ``"mean"`` reduction is what Mukhoti et al.'s code trains on (sum over classes, mean
     over the batch). Computed with FCL's fused Brier term (:mod:`calibnb.losses._fused`).
+    ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
-    return focal_family(logits, targets, None, brier=1.0, reduction=reduction)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    return focal_family(logits, targets, None, brier=1.0, reduction=reduction, validate=validate)
 
 
-def label_smoothing_loss(logits: Tensor, targets: Tensor, alpha: float = 0.05, reduction: str = "mean") -> Tensor:
+def label_smoothing_loss(
+    logits: Tensor, targets: Tensor, alpha: float = 0.05, reduction: str = "mean", validate: bool = True
+) -> Tensor:
     """Cross-entropy against the smoothed label ``(1 - alpha) y + alpha / K`` (Müller et al. 2019).
 
     PyTorch's convention (``cross_entropy(label_smoothing=alpha)``): the ``alpha / K`` mass also
@@ -47,11 +52,12 @@ def label_smoothing_loss(logits: Tensor, targets: Tensor, alpha: float = 0.05, r
     focal family (:func:`calibnb.losses._fused.focal_family`), a quarter faster than PyTorch's.
     ``alpha = 0.05`` is the setting in Mukhoti et al.'s tables; their code has no label
     smoothing, and the FCL code spreads ``alpha / (K - 1)`` over the other classes instead.
+    ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
     alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
-    return focal_family(logits, targets, _cross_entropy_rule, smoothing=alpha, reduction=reduction)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    return focal_family(logits, targets, _cross_entropy_rule, smoothing=alpha, reduction=reduction, validate=validate)
 
 
 def mmce_loss(
@@ -60,6 +66,7 @@ def mmce_loss(
     lam: float = 2.0,
     width: float = 0.4,
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """Cross-entropy plus ``lam`` times the weighted MMCE of the batch (Kumar et al. 2018).
 
@@ -70,12 +77,14 @@ def mmce_loss(
     prefix sums within +-50. Forward and backward are fused: ``MMCE_w`` depends on the logits only
     through the top-label confidences ``r``, so the gradient is the cross-entropy's plus
     ``lam dMMCE_w/dr_i * r_i (e_max - p)`` (:func:`mmce_with_gradient`); no double backward.
+    ``validate``: see :func:`calibnb.losses.focal_loss`; on a GPU, or with ``validate=False``,
+    MMCE_w is computed where the logits are (:func:`mmce_with_gradient_on_device`).
     """
     lam = check_real(lam, "lam", minimum=0.0)
     width = check_real(width, "width", minimum=0.01)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
-    return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction, host_free(logits, validate))
 
 
 class _CrossEntropyPlusMMCE(torch.autograd.Function):
@@ -83,12 +92,15 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
     forward's softmax: ``dL/dz = g_ce (p - e_t) + g_mmce lam dMMCE_w/dr_i r_i (e_max - p)``."""
 
     @staticmethod
-    def forward(ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str) -> Tensor:
+    def forward(
+        ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str, on_device: bool
+    ) -> Tensor:
         t = targets.unsqueeze(1)
         e, s, m, logp_t = softmax_parts(logits, t)  # p = e / s, with e = 1 at the row maximum m
-        _, predicted = row_argmax(logits, maximum=m)
+        predicted = logits.argmax(dim=1, keepdim=True) if on_device else row_argmax(logits, maximum=m)[1]
         r = s.reciprocal_()  # the top-label confidence
-        mmce, grad_r = mmce_with_gradient(r.view(-1), predicted.view(-1) == targets, width)
+        of_confidences = mmce_with_gradient_on_device if on_device else mmce_with_gradient
+        mmce, grad_r = of_confidences(r.view(-1), predicted.view(-1) == targets, width)
         penalty = lam * mmce
         ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, e
         ctx.save_for_backward(logits, t, predicted, r, grad_r.view(-1, 1).mul_(r))
@@ -105,7 +117,7 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
         through_r = through_r * (grad_ce.sum() * ctx.lam)  # every sample carries lam MMCE_w
         grad_logits = e.mul_((grad_ce - through_r).mul_(inv_s))  # p (...) = e (...) / s
         grad_logits.scatter_add_(1, t, grad_ce.neg())
-        return grad_logits.scatter_add_(1, predicted, through_r), None, None, None, None
+        return grad_logits.scatter_add_(1, predicted, through_r), None, None, None, None, None
 
 
 def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
@@ -182,6 +194,35 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
     return mmce, torch.from_numpy(gradient).to(device=r.device, dtype=r.dtype)
 
 
+def mmce_with_gradient_on_device(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor, Tensor]:
+    """:func:`mmce_with_gradient` as tensor operations where ``r`` is: no value is read back.
+
+    The same sorted prefix sums in float64 (``torch.sort``, ``cumsum``); the cases that the
+    host version decides with a branch (no correct or no wrong prediction: ``MMCE_w = 0``; a
+    batch calibrated to rounding: gradient 0) are ``torch.where`` selections. Returns
+    ``MMCE_w`` as a 0-dim tensor and ``dMMCE_w/dr`` in ``r``'s dtype.
+    """
+    confidence = r.detach().to(torch.float64)
+    m = correct.sum()
+    n = correct.numel() - m
+    both = (m > 0) & (n > 0)
+    m, n = m.clamp_min(1).to(torch.float64), n.clamp_min(1).to(torch.float64)
+    ranked, order = torch.sort(confidence, stable=True)
+    hit = correct[order]
+    dv = torch.where(hit, -1.0 / m, -1.0 / n)
+    v = torch.where(hit, (1.0 - ranked) / m, -ranked / n)
+    up = torch.exp((ranked - 0.5) / width)
+    down = up.reciprocal()
+    left = torch.cumsum(v * up, 0) * down
+    right = torch.cumsum((v * down).flip(0), 0).flip(0) * up
+    raw = torch.where(both, 2.0 * (v @ left) - v @ v, 0.0)
+    mmce = torch.where(both, torch.sqrt(raw.clamp_min(0.0) + MMCE_SQRT_EPS), 0.0)
+    scale = torch.where(raw > 0, mmce.reciprocal(), 0.0)
+    half = ((left + right - v) * dv - v * (left - right) / width) * scale
+    gradient = torch.empty_like(half).scatter_(0, order, half)
+    return mmce.to(r.dtype), gradient.to(r.dtype)
+
+
 def _ascending_order(values: np.ndarray) -> np.ndarray:
     """The permutation that sorts ``values`` (confidences).
 
@@ -191,7 +232,7 @@ def _ascending_order(values: np.ndarray) -> np.ndarray:
     on AVX2). Other values go to ``np.argsort``.
     """
     if values.dtype != np.float32 or values.size >= 2**32 or np.signbit(values).any():
-        return np.argsort(values)
+        return np.argsort(values, kind="stable")
     keys = values.view(np.uint32).astype(np.uint64) << np.uint64(32) | np.arange(values.size, dtype=np.uint64)
     keys.sort()
     return (keys & np.uint64(0xFFFFFFFF)).astype(np.intp)

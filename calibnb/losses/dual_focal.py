@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate
 from calibnb.losses._fused import DUAL_CHOICES, difference_to_target, dual_classes, focal_family
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
@@ -31,6 +31,7 @@ def dual_focal_loss(
     gamma: float = 5.0,
     dual: str | float = "largest",
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """Dual focal loss ``-(1 - p_k + p_j)^gamma log p_k`` (Tao et al. 2023, Eq. 3).
 
@@ -40,15 +41,16 @@ def dual_focal_loss(
     as 0); ``"mean_all"`` the mean of all probabilities below it; a number in ``[0, 1]`` is a
     fixed offset in place of ``p_j`` (the table's "+0.1", "+0.2"; 0 is focal loss).
     The default ``gamma = 5`` is the authors' setting for ResNet-50 on CIFAR-10/100.
+    ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
     gamma = check_real(gamma, "gamma", minimum=0.0)
     dual = check_dual(dual)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if isinstance(dual, float):
-        return focal_family(logits, targets, rule, offset=dual, reduction=reduction)
-    return focal_family(logits, targets, rule, dual, reduction=reduction)
+        return focal_family(logits, targets, rule, offset=dual, reduction=reduction, validate=validate)
+    return focal_family(logits, targets, rule, dual, reduction=reduction, validate=validate)
 
 
 def dual_focal_loss_sd(
@@ -57,18 +59,19 @@ def dual_focal_loss_sd(
     gammas: Sequence[float] = FLSD53_GAMMAS,
     thresholds: Sequence[float] = FLSD_THRESHOLDS,
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """DFL-SD: dual focal loss with FLSD's gamma schedule applied to ``p_k - p_j``.
 
     The sample-dependent variant in the authors' research code (``dual_focal_loss_sd.py``):
     ``gammas[i]`` where ``thresholds[i-1] <= p_k - p_j < thresholds[i]``, no gradient through
-    gamma. Defaults are FLSD-53's schedule.
+    gamma. Defaults are FLSD-53's schedule. ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, "largest", reduction=reduction)
+    return focal_family(logits, targets, rule, "largest", reduction=reduction, validate=validate)
 
 
 def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tuple[Tensor, Tensor]:

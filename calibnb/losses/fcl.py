@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, reduce
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, reduce
 from calibnb.losses._fused import focal_family
 
 
@@ -23,6 +23,7 @@ def focal_calibration_loss(
     lam: float = 0.5,
     norm: str = "l2",
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """Focal calibration loss ``-(1 - p_t)^gamma log p_t + lam * ||p - y||`` (FCL paper, §3).
 
@@ -31,16 +32,17 @@ def focal_calibration_loss(
     ``lam = 0.5`` are the paper's choice for WRN-26-10 and DenseNet-121 on CIFAR-10
     (Appendix A.10). ``lam = 0`` is focal loss; ``gamma = 0`` is cross-entropy plus the term.
     Forward and closed-form backward are fused (:mod:`calibnb.losses._fused`).
+    ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
     gamma = check_real(gamma, "gamma", minimum=0.0)
     lam = check_real(lam, "lam", minimum=0.0)
     norm = check_choice(norm, "norm", ("l1", "l2"))
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if norm == "l2":
-        return focal_family(logits, targets, rule, brier=lam, reduction=reduction)
-    focal = focal_family(logits, targets, rule)
+        return focal_family(logits, targets, rule, brier=lam, reduction=reduction, validate=validate)
+    focal = focal_family(logits, targets, rule, validate=validate)
     # sum_k |p_k - y_k| = 2 (1 - p_t), computed as -2 expm1(log p_t)
     distance = -2.0 * torch.expm1(torch.log_softmax(logits, dim=1).gather(1, targets[:, None]).squeeze(1))
     return reduce(focal + lam * distance, reduction)

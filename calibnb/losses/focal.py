@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, lookup
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
 
 #: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
@@ -25,22 +25,29 @@ FLSD53_GAMMAS = (5.0, 3.0, 3.0)
 FLSD_THRESHOLDS = (0.2, 0.5)
 
 
-def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean") -> Tensor:
-    """Cross-entropy ``-log p_t``: ``torch.nn.functional.cross_entropy`` behind calibnb's checks."""
+def cross_entropy(logits: Tensor, targets: Tensor, reduction: str = "mean", validate: bool = True) -> Tensor:
+    """Cross-entropy ``-log p_t``: ``torch.nn.functional.cross_entropy`` behind calibnb's checks
+    (``validate``: see :func:`focal_loss`)."""
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return F.cross_entropy(logits, targets, reduction=reduction)
 
 
-def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: str = "mean") -> Tensor:
+def focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float = 3.0, reduction: str = "mean", validate: bool = True
+) -> Tensor:
     """Focal loss ``-(1 - p_t)^gamma log p_t`` (Mukhoti et al. 2020, Eq. 1; Lin et al. 2017).
 
     ``gamma = 0`` is cross-entropy; the default ``gamma = 3`` is Mukhoti et al.'s FL-3.
+
+    ``validate=False`` skips the checks that read values (finite logits, targets in range) and
+    computes without reading anything back to the host: for a training loop that checked its
+    data once (:func:`calibnb.losses._common.check_logits_targets`).
     """
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction, validate=validate)
 
 
 def focal_loss_sd(
@@ -49,31 +56,35 @@ def focal_loss_sd(
     gammas: Sequence[float] = FLSD53_GAMMAS,
     thresholds: Sequence[float] = FLSD_THRESHOLDS,
     reduction: str = "mean",
+    validate: bool = True,
 ) -> Tensor:
     """Sample-dependent focal loss (FLSD, Mukhoti et al. 2020, §5).
 
     Each sample's gamma is read off its own ``p_t`` (no gradient through gamma): ``gammas[i]``
     for ``thresholds[i-1] <= p_t < thresholds[i]``. The default is FLSD-53 (5 below 0.2, else
     3); ``gammas=(5, 3, 2)`` is the three-level schedule that the authors' code runs as "FLSD-52".
+    ``validate``: see :func:`focal_loss`.
     """
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (scheduled_gamma(p_t, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, reduction=reduction)
+    return focal_family(logits, targets, rule, reduction=reduction, validate=validate)
 
 
-def inverse_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 1.0, reduction: str = "mean") -> Tensor:
+def inverse_focal_loss(
+    logits: Tensor, targets: Tensor, gamma: float = 1.0, reduction: str = "mean", validate: bool = True
+) -> Tensor:
     """Inverse focal loss ``-(1 + p_t)^gamma log p_t`` (Ghosh et al. 2022, Eq. 1).
 
     It weights confident samples *more* than cross-entropy does and so counters
     under-confidence; AdaFocal switches to it in bins where focal loss with small gamma is
-    still under-confident.
+    still under-confident. ``validate``: see :func:`focal_loss`.
     """
     gamma = check_real(gamma, "gamma", minimum=0.0)
     reduction = check_reduction(reduction)
-    logits, targets = check_logits_targets(logits, targets)
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction)
+    logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction, validate=validate)
 
 
 def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[tuple, tuple]:

@@ -3,7 +3,9 @@
 ``FocalLoss(gamma=2)(logits, targets)`` is ``focal_loss(logits, targets, gamma=2)``. Each class
 takes the keyword parameters of its functional (same names, same defaults), checks them in
 ``__init__`` with the functional's own checks, so a bad hyper-parameter fails where the loss is
-built, stores them as attributes, and calls the functional in ``forward``.
+built, stores them as attributes, and calls the functional in ``forward``. ``validate=False``
+builds a loss for a training loop that checked its data once: it reads nothing back to the host
+(:func:`calibnb.losses.focal_loss`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_reduction
+from calibnb.losses._common import check_reduction, check_validate
 from calibnb.losses.baselines import brier_loss, label_smoothing_loss, mmce_loss
 from calibnb.losses.dual_focal import check_dual, dual_focal_loss, dual_focal_loss_sd
 from calibnb.losses.fcl import focal_calibration_loss
@@ -34,9 +36,10 @@ class _Loss(nn.Module):
 
     functional = staticmethod(cross_entropy)
 
-    def __init__(self, reduction: str) -> None:
+    def __init__(self, reduction: str, validate: bool) -> None:
         super().__init__()
         self.reduction = check_reduction(reduction)
+        self.validate = check_validate(validate)
 
     def hyperparameters(self) -> dict:
         """The functional's keyword arguments, as stored (``reduction`` included)."""
@@ -52,11 +55,11 @@ class CrossEntropyLoss(_Loss):
 
     functional = staticmethod(cross_entropy)
 
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return cross_entropy(logits, targets, reduction=self.reduction)
+        return cross_entropy(logits, targets, reduction=self.reduction, validate=self.validate)
 
 
 class FocalLoss(_Loss):
@@ -65,12 +68,12 @@ class FocalLoss(_Loss):
 
     functional = staticmethod(focal_loss)
 
-    def __init__(self, gamma: float = 3.0, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, gamma: float = 3.0, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.gamma = check_real(gamma, "gamma", minimum=0.0)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_loss(logits, targets, self.gamma, reduction=self.reduction)
+        return focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)
 
 
 class FocalLossSD(_Loss):
@@ -79,12 +82,12 @@ class FocalLossSD(_Loss):
     functional = staticmethod(focal_loss_sd)
 
     def __init__(self, gammas: Sequence[float] = FLSD53_GAMMAS, thresholds: Sequence[float] = FLSD_THRESHOLDS,
-                 reduction: str = "mean") -> None:
-        super().__init__(reduction)
+                 reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.gammas, self.thresholds = check_schedule(gammas, thresholds)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction)
+        return focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction, validate=self.validate)
 
 
 class InverseFocalLoss(_Loss):
@@ -93,12 +96,12 @@ class InverseFocalLoss(_Loss):
 
     functional = staticmethod(inverse_focal_loss)
 
-    def __init__(self, gamma: float = 1.0, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, gamma: float = 1.0, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.gamma = check_real(gamma, "gamma", minimum=0.0)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return inverse_focal_loss(logits, targets, self.gamma, reduction=self.reduction)
+        return inverse_focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)
 
 
 class DualFocalLoss(_Loss):
@@ -107,13 +110,13 @@ class DualFocalLoss(_Loss):
 
     functional = staticmethod(dual_focal_loss)
 
-    def __init__(self, gamma: float = 5.0, dual: str | float = "largest", reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, gamma: float = 5.0, dual: str | float = "largest", reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.gamma = check_real(gamma, "gamma", minimum=0.0)
         self.dual = check_dual(dual)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dual_focal_loss(logits, targets, self.gamma, self.dual, reduction=self.reduction)
+        return dual_focal_loss(logits, targets, self.gamma, self.dual, reduction=self.reduction, validate=self.validate)
 
 
 class DualFocalLossSD(FocalLossSD):
@@ -123,7 +126,7 @@ class DualFocalLossSD(FocalLossSD):
     functional = staticmethod(dual_focal_loss_sd)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dual_focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction)
+        return dual_focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction, validate=self.validate)
 
 
 class FocalCalibrationLoss(_Loss):
@@ -131,14 +134,14 @@ class FocalCalibrationLoss(_Loss):
 
     functional = staticmethod(focal_calibration_loss)
 
-    def __init__(self, gamma: float = 2.0, lam: float = 0.5, norm: str = "l2", reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, gamma: float = 2.0, lam: float = 0.5, norm: str = "l2", reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.gamma = check_real(gamma, "gamma", minimum=0.0)
         self.lam = check_real(lam, "lam", minimum=0.0)
         self.norm = check_choice(norm, "norm", ("l1", "l2"))
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_calibration_loss(logits, targets, self.gamma, self.lam, self.norm, reduction=self.reduction)
+        return focal_calibration_loss(logits, targets, self.gamma, self.lam, self.norm, reduction=self.reduction, validate=self.validate)
 
 
 class BrierLoss(_Loss):
@@ -146,11 +149,11 @@ class BrierLoss(_Loss):
 
     functional = staticmethod(brier_loss)
 
-    def __init__(self, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return brier_loss(logits, targets, reduction=self.reduction)
+        return brier_loss(logits, targets, reduction=self.reduction, validate=self.validate)
 
 
 class LabelSmoothingLoss(_Loss):
@@ -158,12 +161,12 @@ class LabelSmoothingLoss(_Loss):
 
     functional = staticmethod(label_smoothing_loss)
 
-    def __init__(self, alpha: float = 0.05, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, alpha: float = 0.05, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return label_smoothing_loss(logits, targets, self.alpha, reduction=self.reduction)
+        return label_smoothing_loss(logits, targets, self.alpha, reduction=self.reduction, validate=self.validate)
 
 
 class MMCELoss(_Loss):
@@ -172,10 +175,10 @@ class MMCELoss(_Loss):
 
     functional = staticmethod(mmce_loss)
 
-    def __init__(self, lam: float = 2.0, width: float = 0.4, reduction: str = "mean") -> None:
-        super().__init__(reduction)
+    def __init__(self, lam: float = 2.0, width: float = 0.4, reduction: str = "mean", validate: bool = True) -> None:
+        super().__init__(reduction, validate)
         self.lam = check_real(lam, "lam", minimum=0.0)
         self.width = check_real(width, "width", minimum=0.01)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce_loss(logits, targets, self.lam, self.width, reduction=self.reduction)
+        return mmce_loss(logits, targets, self.lam, self.width, reduction=self.reduction, validate=self.validate)

@@ -8,7 +8,7 @@ import re
 
 #: Parameters that say *how* or *where* a run executes, not *what* it computes; they do not
 #: change a run's identity (its folder name), so a run finished on a GPU is not redone on a CPU.
-EXECUTION_KEYS = frozenset({"out_dir", "device", "num_workers", "progress", "compile", "resume"})
+EXECUTION_KEYS = frozenset({"out_dir", "device", "num_workers", "progress", "compile", "resume", "log_every", "verify_data"})
 
 
 def identity(params: dict) -> dict:

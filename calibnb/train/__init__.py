@@ -10,7 +10,11 @@
 
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
-from .loop import predict_logits, train, train_step
+from .host_reads import count_host_reads
+from .loop import Trainer, predict_logits, train, train_step
 from .recipes import RECIPES, Recipe
 
-__all__ = ["RECIPES", "Recipe", "TrainConfig", "evaluate_logits", "fit_calibrators", "predict_logits", "train", "train_step"]
+__all__ = [
+    "RECIPES", "Recipe", "TrainConfig", "Trainer", "count_host_reads", "evaluate_logits", "fit_calibrators",
+    "predict_logits", "train", "train_step",
+]

@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field
 from .._validation import check_choice, check_int, check_n_bins, check_real
 from .recipes import RECIPES, Recipe
 
+#: ``precision`` values: bf16 autocast of the forward pass, or float32 throughout.
+PRECISIONS = ("bf16", "fp32")
+
 #: Loss parameters that may be given flat (``-p gamma 5``) as well as inside ``loss_params``.
 FLAT_LOSS_PARAMS = ("gamma", "lam", "alpha")
 
@@ -28,14 +31,18 @@ class TrainConfig:
     32×32 colour images, off otherwise).
     Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
-    ``adafocal_update_every`` updates AdaFocal's γ every that many batches instead of once per
-    epoch.
+    ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches
+    instead of once per epoch.
     Optimisation: ``recipe`` (:data:`calibnb.train.recipes.RECIPES`), optionally overriding its
     ``epochs``, ``batch_size``, ``lr``, ``weight_decay`` and ``reduction`` (the papers' code sums
     every loss over the batch except Brier, which it averages: its sweep files say so).
-    Execution: ``seed``, ``device``, ``bf16`` (autocast; default on for CUDA), ``channels_last``
-    (default on for CUDA), ``compile`` (``torch.compile``), ``out_dir``, ``resume``,
-    ``progress``.
+    Execution: ``seed``, ``device``, ``precision`` (``"bf16"``: the forward pass under bf16
+    autocast, the loss in float32; ``"fp32"``; default bf16 on CUDA), ``channels_last`` (default
+    on for CUDA), ``compile`` (``torch.compile`` the model), ``log_every`` (read the running loss
+    every that many steps, to stop a diverging run early; default once per epoch, the only read
+    from the device in an epoch), ``out_dir``, ``resume``, ``progress``, ``verify_data`` (check
+    the data files' md5 against the published release; False for a copy of your own in the same
+    format).
     Shift: ``ood``, names of :data:`calibnb.data.SHIFTS` whose logits are stored and whose
     out-of-distribution AUROC against the test set goes into ``metrics.json``.
     Calibration: ``n_bins`` and the criteria of the post-hoc temperature scaling and focal
@@ -61,10 +68,12 @@ class TrainConfig:
     augment: bool | None = None
     adafocal_update_every: int | None = None
     data_root: str | None = None
+    verify_data: bool = True
     device: str = "cpu"
-    bf16: bool | None = None
+    precision: str | None = None
     channels_last: bool | None = None
     compile: bool = False
+    log_every: int | None = None
     ood: list = field(default_factory=list)
     n_bins: int = 15
     ts_criterion: str = "ece"
@@ -86,7 +95,7 @@ class TrainConfig:
             if not isinstance(getattr(self, name), dict):
                 raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r}")
         self._check_loss_params()
-        for name in ("epochs", "batch_size", "train_size", "adafocal_update_every"):
+        for name in ("epochs", "batch_size", "train_size", "adafocal_update_every", "log_every"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum=1)
         check_int(self.seed, "seed", minimum=0)
@@ -101,15 +110,17 @@ class TrainConfig:
             check_choice(self.reduction, "reduction", ("mean", "sum"))
         check_choice(self.ts_criterion, "ts_criterion", ("ece", "nll"))
         check_choice(self.fts_criterion, "fts_criterion", ("ece", "nll"))
-        for name in ("augment", "bf16", "channels_last"):
+        if self.precision is not None:
+            check_choice(self.precision, "precision", PRECISIONS)
+        for name in ("augment", "channels_last"):
             if getattr(self, name) not in (None, True, False):
                 raise TypeError(f"{name} must be True, False or None, got {getattr(self, name)!r}")
-        for name in ("compile", "resume", "progress"):
+        for name in ("compile", "resume", "progress", "verify_data"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         self._check_ood()
-        if self.adafocal_update_every is not None and self.loss != "adafocal":
-            raise ValueError("adafocal_update_every applies to loss='adafocal' only")
+        if self.adafocal_update_every is not None and self.loss not in ("adafocal", "calfocal"):
+            raise ValueError("adafocal_update_every applies to loss='adafocal' (or 'calfocal') only")
         if self.resume and self.out_dir is None:
             raise ValueError("resume=True needs an out_dir holding the checkpoint")
         self._check_device()
@@ -117,6 +128,9 @@ class TrainConfig:
     def _check_loss_params(self) -> None:
         from ..losses import get_loss
 
+        if "validate" in self.loss_params:
+            raise ValueError("loss_params: 'validate' is not a hyper-parameter; the training loop checks its "
+                             "data once and builds the loss with validate=False")
         try:
             get_loss(self.loss, **self.loss_params)
         except TypeError as exc:
@@ -148,6 +162,17 @@ class TrainConfig:
             raise ValueError(f"device {self.device!r} is not a torch device") from exc
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+
+    @property
+    def on_cuda(self) -> bool:
+        import torch
+
+        return torch.device(self.device).type == "cuda"
+
+    @property
+    def uses_bf16(self) -> bool:
+        """Whether the forward pass runs under bf16 autocast (``precision``, default on CUDA)."""
+        return self.on_cuda if self.precision is None else self.precision == "bf16"
 
     @property
     def resolved_recipe(self) -> Recipe:

@@ -1,11 +1,16 @@
 """The training loop: data resident on the device, batched augmentation, per-epoch validation,
 AdaFocal's γ updates, atomic checkpoints, and the run's artifacts at the end.
 
-Written for both the book's CPU runs and the papers' GPU runs: on CUDA it keeps the data on the
-GPU, uses bf16 autocast and channels_last by default, can ``torch.compile`` the model, and
-reads nothing back from the GPU inside an epoch except every ``_SYNC_EVERY`` steps, where it
-checks that the loss is finite (a NaN loss stops the run with an error naming the epoch and
-step).
+Written for both the book's CPU runs and the papers' GPU runs, with the same code: the data set
+lives on the training device and is augmented there a batch at a time; on CUDA the forward pass
+runs under bf16 autocast with channels_last weights by default, and the model can be
+``torch.compile``d. **A training step reads nothing back from the device** (no ``.item()``, no
+value-dependent branch, no data-dependent shapes): the data set is checked once when loaded,
+the loss is built with ``validate=False``, the running loss and accuracy are summed on the
+device and read once per epoch (or every ``log_every`` steps), and AdaFocal's in-epoch γ
+updates bin the validation set on the device (:class:`calibnb.losses.adafocal.ValidationBinnedLoss`).
+So a GPU never waits for the host inside an epoch, and ``tests/test_train_host_reads.py``
+counts zero reads in :meth:`Trainer.step`.
 """
 
 from __future__ import annotations
@@ -21,24 +26,27 @@ import torch
 from scipy.special import softmax
 from torch import nn
 
+from ..atomic import save_logits, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
 from ..losses import AdaFocalLoss, get_loss
+from ..losses.adafocal import ValidationBinnedLoss
 from ..metrics import ece, nll
 from ..models import get_model
-from ..atomic import save_logits, write_json, write_text
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
 
-_SYNC_EVERY = 50  # steps between finiteness checks of the loss (each costs one host sync)
-
 
 class _Data:
-    """The split data set on the training device (images stay uint8 until a batch is drawn)."""
+    """The split data set on the training device (images stay uint8 until a batch is drawn).
+
+    Its labels are checked once here (``load_dataset`` refuses labels outside ``[0, K)``), which
+    is what lets the training loss skip its per-call checks.
+    """
 
     def __init__(self, config: TrainConfig, device: torch.device):
-        ds = load_dataset(config.dataset, root=config.data_root)
+        ds = load_dataset(config.dataset, root=config.data_root, verify=config.verify_data)
         train_idx, val_idx = train_val_split(len(ds.y_train), config.val_size, config.split_seed)
         if config.train_size is not None:
             train_idx = train_idx[: config.train_size]
@@ -62,34 +70,39 @@ class _Data:
         return normalize(x, self.mean, self.std)
 
 
-def _build_model(config: TrainConfig, data: _Data) -> nn.Module:
-    shape = tuple(data.x_train.shape[1:])
-    return get_model(config.model, data.num_classes, input_shape=shape, **config.model_params)
-
-
-@torch.no_grad()
-def predict_logits(model: nn.Module, x: torch.Tensor, data: _Data, autocast, batch_size=1000) -> np.ndarray:
-    """Float32 logits of ``model`` on ``x`` (evaluation mode, no augmentation)."""
+@torch.inference_mode()
+def predict_on_device(model: nn.Module, x: torch.Tensor, mean, std, autocast=nullcontext,
+                      batch_size: int = 1000) -> torch.Tensor:
+    """Float32 logits of ``model`` on the images or signals ``x``, normalised by ``mean`` and
+    ``std``, in evaluation mode, where ``x`` is (nothing is read back to the host)."""
     model.eval()
     out = []
     for start in range(0, len(x), batch_size):
         with autocast():
-            out.append(model(normalize(x[start : start + batch_size], data.mean, data.std)).float())
-    return torch.cat(out).cpu().numpy()
+            out.append(model(normalize(x[start : start + batch_size], mean, std)).float())
+    return torch.cat(out)
+
+
+def predict_logits(model: nn.Module, x: torch.Tensor, data: _Data, autocast=nullcontext,
+                   batch_size: int = 1000) -> np.ndarray:
+    """Float32 logits of ``model`` on ``x`` (evaluation mode, no augmentation), on the host."""
+    return predict_on_device(model, x, data.mean, data.std, autocast, batch_size).cpu().numpy()
 
 
 def train_step(model, loss_fn, optimizer, x, y, autocast=nullcontext, channels_last=False, grad_clip=None):
     """One optimisation step on a prepared batch; returns the detached loss and logits.
 
-    The forward pass runs under ``autocast`` (bf16 on GPUs), the loss in float32; gradients are
+    The forward pass runs under ``autocast`` (bf16 on GPUs); the loss gets the logits as they
+    come (calibnb's losses compute in float32 from half-precision logits); gradients are
     clipped to norm ``grad_clip`` (the papers use 2) before the step. Nothing is read back to
-    the host, so steps queue up on a GPU without synchronising.
+    the host when ``loss_fn`` reads nothing (built with ``validate=False``), so steps queue up
+    on a GPU without synchronising.
     """
     if channels_last and x.ndim == 4:
         x = x.contiguous(memory_format=torch.channels_last)
     with autocast():
         logits = model(x)
-    loss = loss_fn(logits.float(), y)
+    loss = loss_fn(logits, y)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip is not None:
@@ -97,6 +110,155 @@ def train_step(model, loss_fn, optimizer, x, y, autocast=nullcontext, channels_l
         nn.utils.clip_grad_norm_(params, grad_clip)
     optimizer.step()
     return loss.detach(), logits.detach()
+
+
+class Trainer:
+    """One run of a :class:`TrainConfig`: :meth:`fit` trains, evaluates and writes the artifacts.
+
+    The pieces a user may want alone: :meth:`step` (one batch, nothing read back to the host),
+    :meth:`epoch` (one pass, then validation and a checkpoint: one history row) and
+    :meth:`finish` (post-hoc calibration, metrics, artifacts). :func:`train` is
+    ``Trainer(config).fit()``.
+    """
+
+    def __init__(self, config: TrainConfig | dict):
+        config = config if isinstance(config, TrainConfig) else TrainConfig.from_params(**config)
+        self.config, self.recipe = config, config.resolved_recipe
+        self.device = torch.device(config.device)
+        self.channels_last = config.on_cuda if config.channels_last is None else config.channels_last
+        bf16 = config.uses_bf16
+        self.autocast = (lambda: torch.autocast(self.device.type, dtype=torch.bfloat16)) if bf16 else nullcontext
+        self.out_dir = Path(config.out_dir) if config.out_dir is not None else None
+        torch.manual_seed(config.seed)
+        self.data = _Data(config, self.device)
+        shape = tuple(self.data.x_train.shape[1:])
+        self.model = get_model(config.model, self.data.num_classes, input_shape=shape,
+                               **config.model_params).to(self.device)
+        if self.channels_last and self.data.x_train.ndim == 4:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        self.loss_fn = get_loss(config.loss, reduction=self.recipe.reduction, validate=False,
+                                **config.loss_params).to(self.device)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.recipe.lr, momentum=self.recipe.momentum,
+                                         weight_decay=self.recipe.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
+            self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
+        self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        self.step_model = torch.compile(self.model) if config.compile else self.model
+        self.history: list[dict] = []
+        self.start_epoch = 0
+        # the epoch's running sums, on the device: summed loss, correct predictions
+        self.running = torch.zeros(2, device=self.device, dtype=torch.float64)
+
+    def step(self, idx: torch.Tensor) -> None:
+        """One optimisation step on the training examples ``idx`` (a tensor on the device):
+        augment, forward, loss, backward, clip, update, and add to the running sums."""
+        y = self.data.y_train[idx]
+        loss, logits = train_step(self.step_model, self.loss_fn, self.optimizer,
+                                  self.data.batch(idx, self.generator), y, self.autocast,
+                                  self.channels_last, self.recipe.grad_clip)
+        summed = loss * len(idx) if self.recipe.reduction == "mean" else loss
+        self.running += torch.stack([summed.double(), (logits.argmax(1) == y).sum().double()])
+
+    def update_validation_bins(self) -> None:
+        """AdaFocal's γ update (CalFocal's bins) from the validation set, on the device."""
+        logits = predict_on_device(self.model, self.data.x_val, self.data.mean, self.data.std, self.autocast)
+        self.loss_fn.update(torch.softmax(logits.double(), dim=1), self.data.y_val)
+        self.model.train()
+
+    def epoch(self, epoch: int) -> dict:
+        """Epoch ``epoch`` (from 0): the steps, then validation; returns its history row."""
+        config, recipe, n_train = self.config, self.recipe, len(self.data.y_train)
+        started = time.perf_counter()
+        self.model.train()
+        self.running.zero_()
+        order = torch.randperm(n_train, generator=self.generator, device=self.device)
+        for step, idx in enumerate(order.split(recipe.batch_size)):
+            self.step(idx)
+            if config.log_every and (step + 1) % config.log_every == 0:
+                self._check_finite(self.running[0].item(), epoch, step)
+            if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
+                self.update_validation_bins()
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.scheduler.step()
+        loss_sum, correct = self.running.tolist()  # the epoch's one read of the running sums
+        self._check_finite(loss_sum, epoch)
+
+        val_logits = predict_logits(self.model, self.data.x_val, self.data, self.autocast)
+        val_probs = softmax_rows(val_logits)
+        y_val = self.data.y_val.cpu().numpy()
+        row = {
+            "epoch": epoch + 1,
+            "lr": lr,
+            "train_loss": loss_sum / n_train,
+            "train_error": 1.0 - correct / n_train,
+            "val_nll": nll(val_probs, y_val),
+            "val_ece": ece(val_probs, y_val, n_bins=config.n_bins),
+            "val_error": float((val_probs.argmax(1) != y_val).mean()),
+            "seconds": time.perf_counter() - started,
+        }
+        if isinstance(self.loss_fn, ValidationBinnedLoss) and not config.adafocal_update_every:
+            self.loss_fn.update(val_probs, y_val)
+        if isinstance(self.loss_fn, AdaFocalLoss):
+            row["gammas"] = self.loss_fn.gammas.detach().cpu().tolist()
+        return row
+
+    def _check_finite(self, loss_sum: float, epoch: int, step: int | None = None) -> None:
+        if not math.isfinite(loss_sum):
+            where = f"epoch {epoch + 1}" + (f", step {step + 1}" if step is not None else "")
+            raise FloatingPointError(
+                f"the training loss became {loss_sum} in {where} (loss={self.config.loss!r}, "
+                f"params={self.config.loss_params}, lr={self.optimizer.param_groups[0]['lr']})")
+
+    def state(self, epoch: int) -> dict:
+        """What a checkpoint after epoch ``epoch`` holds."""
+        return {
+            "epoch": epoch, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(), "loss": self.loss_fn.state_dict(),
+            "loss_history": list(getattr(self.loss_fn, "history", [])),
+            "generator": self.generator.get_state(), "torch_rng": torch.get_rng_state(),
+            "history": self.history,
+        }
+
+    def restore(self) -> None:
+        """Continue after the last checkpoint in ``out_dir`` (``resume=True``), if there is one."""
+        state = load_checkpoint(self.out_dir, self.device)
+        if state is None:
+            return
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.loss_fn.load_state_dict(state["loss"])
+        if isinstance(self.loss_fn, ValidationBinnedLoss):
+            # the checkpoint stores the per-update arrays as tensors (calibnb.train.checkpoint.plain)
+            self.loss_fn.history[:] = [{k: v.cpu().numpy() for k, v in update.items()}
+                                       for update in state["loss_history"]]
+        on_cuda = self.device.type == "cuda"
+        self.generator.set_state(state["generator"] if on_cuda else state["generator"].cpu())
+        torch.set_rng_state(state["torch_rng"].cpu())
+        self.history, self.start_epoch = state["history"], state["epoch"] + 1
+
+    def fit(self) -> dict:
+        """Train (from the last checkpoint with ``resume=True``), then :meth:`finish`."""
+        if self.out_dir is not None:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            if self.config.resume:
+                self.restore()
+        epochs = range(self.start_epoch, self.recipe.epochs)
+        if self.config.progress:
+            from .._validation import progress_bar
+
+            epochs = progress_bar()(epochs, initial=self.start_epoch, total=self.recipe.epochs, desc="epochs",
+                                    mininterval=10)
+        for epoch in epochs:
+            self.history.append(self.epoch(epoch))
+            if self.out_dir is not None:
+                save_checkpoint(self.out_dir, self.state(epoch))
+        return _finish(self.config, self.model, self.data, self.autocast, self.loss_fn, self.history, self.out_dir)
+
+
+def softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Softmax of float32 logits in float64, row by row (what the metrics read)."""
+    return softmax(logits.astype(np.float64), axis=1)
 
 
 def train(config: TrainConfig | dict) -> dict:
@@ -109,116 +271,7 @@ def train(config: TrainConfig | dict) -> dict:
     ``resume=True`` and a checkpoint in ``out_dir``, training continues after the last saved
     epoch; on the CPU with a fixed seed it ends with the same metrics as an uninterrupted run.
     """
-    config = config if isinstance(config, TrainConfig) else TrainConfig.from_params(**config)
-    recipe = config.resolved_recipe
-    device = torch.device(config.device)
-    on_cuda = device.type == "cuda"
-    use_bf16 = on_cuda if config.bf16 is None else config.bf16
-    channels_last = on_cuda if config.channels_last is None else config.channels_last
-    out_dir = Path(config.out_dir) if config.out_dir is not None else None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-
-    torch.manual_seed(config.seed)
-    data = _Data(config, device)
-    model = _build_model(config, data).to(device)
-    if channels_last and data.x_train.ndim == 4:
-        model = model.to(memory_format=torch.channels_last)
-    loss_fn = get_loss(config.loss, reduction=recipe.reduction, **config.loss_params).to(device)
-    optimizer = torch.optim.SGD(
-        model.parameters(), lr=recipe.lr, momentum=recipe.momentum, weight_decay=recipe.weight_decay
-    )
-    scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, list(recipe.milestones), recipe.lr_decay)
-    generator = torch.Generator(device=device).manual_seed(config.seed)
-    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
-    step_model = torch.compile(model) if config.compile else model
-
-    history: list[dict] = []
-    start_epoch = 0
-    state = load_checkpoint(out_dir, device) if (config.resume and out_dir) else None
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        loss_fn.load_state_dict(state["loss"])
-        if isinstance(loss_fn, AdaFocalLoss):
-            # the checkpoint stores the per-update arrays as tensors (calibnb.train.checkpoint.plain)
-            loss_fn.history[:] = [{k: v.cpu().numpy() for k, v in update.items()}
-                                  for update in state["loss_history"]]
-        generator.set_state(state["generator"].cpu() if not on_cuda else state["generator"])
-        torch.set_rng_state(state["torch_rng"].cpu())
-        history, start_epoch = state["history"], state["epoch"] + 1
-
-    n_train = len(data.y_train)
-    epochs = range(start_epoch, recipe.epochs)
-    if config.progress:
-        from .._validation import progress_bar
-
-        tqdm = progress_bar()
-
-        epochs = tqdm(epochs, initial=start_epoch, total=recipe.epochs, desc="epochs", mininterval=10)
-    for epoch in epochs:
-        started = time.perf_counter()
-        model.train()
-        loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), device=device, dtype=torch.long)
-        order = torch.randperm(n_train, generator=generator, device=device)
-        for step, idx in enumerate(order.split(recipe.batch_size)):
-            y = data.y_train[idx]
-            loss, logits = train_step(
-                step_model, loss_fn, optimizer, data.batch(idx, generator), y,
-                autocast, channels_last, recipe.grad_clip,
-            )
-            batch_loss = loss * (len(idx) if recipe.reduction == "mean" else 1)
-            loss_sum += batch_loss
-            correct += (logits.argmax(1) == y).sum()
-            if step % _SYNC_EVERY == 0 and not torch.isfinite(batch_loss).item():
-                raise FloatingPointError(
-                    f"the training loss became {batch_loss.item()} at epoch {epoch + 1}, step {step + 1} "
-                    f"(loss={config.loss!r}, params={config.loss_params}, lr={optimizer.param_groups[0]['lr']})"
-                )
-            if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
-                _adafocal_update(loss_fn, model, data, autocast)
-                model.train()
-        lr = optimizer.param_groups[0]["lr"]
-        scheduler.step()
-        train_loss = loss_sum.item() / n_train
-        if not math.isfinite(train_loss):
-            raise FloatingPointError(f"the training loss became {train_loss} in epoch {epoch + 1}")
-
-        val_logits = predict_logits(model, data.x_val, data, autocast)
-        val_probs = softmax(val_logits.astype(np.float64), axis=1)
-        y_val = data.y_val.cpu().numpy()
-        row = {
-            "epoch": epoch + 1,
-            "lr": lr,
-            "train_loss": train_loss,
-            "train_error": 1.0 - correct.item() / n_train,
-            "val_nll": nll(val_probs, y_val),
-            "val_ece": ece(val_probs, y_val, n_bins=config.n_bins),
-            "val_error": float((val_probs.argmax(1) != y_val).mean()),
-            "seconds": time.perf_counter() - started,
-        }
-        if isinstance(loss_fn, AdaFocalLoss):
-            if not config.adafocal_update_every:
-                loss_fn.update(val_probs, y_val)
-            row["gammas"] = loss_fn.gammas.detach().cpu().tolist()
-        history.append(row)
-        if out_dir is not None:
-            save_checkpoint(out_dir, {
-                "epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "loss": loss_fn.state_dict(),
-                "loss_history": list(getattr(loss_fn, "history", [])),
-                "generator": generator.get_state(), "torch_rng": torch.get_rng_state(),
-                "history": history,
-            })
-
-    return _finish(config, model, data, autocast, loss_fn, history, out_dir)
-
-
-def _adafocal_update(loss_fn, model, data: _Data, autocast) -> None:
-    val_logits = predict_logits(model, data.x_val, data, autocast)
-    loss_fn.update(softmax(val_logits.astype(np.float64), axis=1), data.y_val.cpu().numpy())
+    return Trainer(config).fit()
 
 
 def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
