@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_SHA256  := 1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09
 MATHJAX         := _mathjax/mathjax/es5/tex-mml-chtml.js
 
-.PHONY: install data book publish test test-slow test-transcriptions test-browser test-all bench freeze clean
+.PHONY: install data book publish test test-slow test-transcriptions test-browser test-gpu test-all bench gpu-protocol gpu-data gpu-wheels freeze clean
 
 install: $(STAMP)
 
@@ -55,7 +55,7 @@ publish: $(STAMP)
 
 # Fast unit and property tests (a few minutes on 2 cores).
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions"
+	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions and not gpu"
 
 # A maintainer's check: every number of book/paper_tables/ re-read from the papers' texts, which
 # are not in the repository. PAPERS is the folder holding them (CI: ../shared/papers).
@@ -66,16 +66,37 @@ test-transcriptions: $(STAMP)
 
 # Integration tests and the notebooks, each executed in a fresh kernel.
 test-slow: $(STAMP)
-	$(PYTEST) -n 2 -m "slow or notebooks"
+	$(PYTEST) -n 2 -m "(slow or notebooks) and not gpu"
 
 # Opens the built book in headless Chromium (Debian's `chromium`); run `make book` first.
 test-browser: $(STAMP)
 	$(PYTEST) -m browser
 
+# On a machine with a CUDA GPU: a training step must not synchronise (tests/test_gpu.py).
+test-gpu: $(STAMP)
+	$(PYTEST) -m gpu
+
 test-all: test test-slow test-browser
 
 bench: $(STAMP)
 	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+# The GPU protocol (bench/gpu_protocol.sh): tests, benchmark and a real run on a CUDA GPU, results
+# under results/gpu/. For a GPU machine without network, first run `make gpu-data gpu-wheels` here
+# and carry .data/ and .whl/ there (GPU_PYTHON: the Python version of that machine).
+gpu-protocol:
+	bench/gpu_protocol.sh
+
+gpu-data: $(STAMP)
+	$(BIN)/python -m calibnb fetch fashion-mnist
+	$(BIN)/python -c 'import shutil; from pathlib import Path; from calibnb.data import load_dataset; \
+	    found = Path(load_dataset("fashion-mnist").info["folder"]); shutil.copytree(found, ".data/fashion-mnist", dirs_exist_ok=True)'
+
+GPU_PYTHON ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+gpu-wheels:
+	$(PYTHON) -m pip download --quiet --dest .whl --only-binary=:all: --python-version $(GPU_PYTHON) \
+	    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+	    -c constraints.txt numpy scipy pandas scikit-learn pytest
 
 # Regenerate constraints.txt from the current environment (after changing requirements*.txt).
 freeze: $(STAMP)

@@ -1,9 +1,11 @@
 """Shared plumbing of the losses: input checks, reductions and a focal weight with finite gradients.
 
 Every loss takes logits ``(N, K)`` and integer targets ``(N,)`` (DESIGN.md, "Conventions").
-Shape and dtype checks are free; the value checks (finite logits, targets in ``[0, K)``) need
-the values on the host, so :func:`check_logits_targets` does them in one fused reduction and
-costs exactly one device-to-host synchronisation per call (on the CPU, three reads).
+Shape and dtype checks are free; the value checks (finite logits, targets in ``[0, K)``, the
+row spread) need the values on the host, so :func:`check_logits_targets` does them in one fused
+reduction and costs exactly one device-to-host synchronisation per call (on the CPU, four
+reads). ``validate=False`` skips them, for a training loop that checked its data once: such a
+loss reads nothing back to the host (:func:`host_free`).
 """
 
 from __future__ import annotations

@@ -31,8 +31,12 @@ so autograd records one node for the whole loss.
 
 At the batch sizes of training, the fixed cost of each PyTorch call (more when a Python number
 must be wrapped as a tensor) is a large part of a loss's time on a CPU (``make bench`` measures
-it), so the per-sample terms are kept ``(N, 1)`` (no reshaping calls), and numbers are read
-with ``.item()`` rather than compared as tensors. Double backward is not supported
+it), so the per-sample terms are kept ``(N, 1)`` (no reshaping calls), and on the CPU numbers are
+read with ``.item()`` rather than compared as tensors. On other devices, and for a loss built
+with ``validate=False``, the computation is *host-free* (``host_free``): it reads no value back,
+so a GPU never waits for the host (the rare overflowing rows and tied maxima that the CPU path
+finds with one read are handled by a shift by the row maximum and by ``torch.min``, the CPU
+fast paths' ``.item()`` by tensor products). Double backward is not supported
 (``once_differentiable``). Every formula here is checked against autograd through the plain
 definitions in ``tests/test_losses_fused.py``.
 """
