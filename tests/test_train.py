@@ -39,6 +39,11 @@ TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]
         ({"ood": ["mnist", "mnist"]}, ValueError, "ood names a shift twice"),
         ({"ood": ["gaussian_noise"], "dataset": "mnist1d", "model": "mlp"}, ValueError, "1-D signals"),
         ({"ood": ["mnist"], "dataset": "cifar10", "model": "resnet50"}, ValueError, "fits dataset 'fashion-mnist'"),
+        ({"precision": "fp16"}, ValueError, "precision must be one of"),
+        ({"log_every": 0}, ValueError, "log_every must be >= 1"),
+        ({"verify_data": "no"}, TypeError, "verify_data must be a bool"),
+        ({"loss_params": {"validate": False}}, ValueError, "'validate' is not a hyper-parameter"),
+        ({"loss": "calfocal", "adafocal_update_every": 0}, ValueError, "adafocal_update_every must be >= 1"),
     ],
 )
 def test_invalid_configurations_name_the_parameter(params, error, message):
