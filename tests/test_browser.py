@@ -8,7 +8,11 @@ every page of the table of contents and we check that
 - no request failed or went anywhere but the local server (the book needs no internet),
 - no JavaScript error was raised,
 
-and save a screenshot of each page under `_build/screenshots/`.
+then read each page as a reader sees it at 1280 px (:func:`page_defects`): no cell output and no
+code block wider than its column (hidden behind a scroll bar), no `$` rendered as text
+(math that failed to parse), no stderr output, no absolute path of the builder's machine in an
+output; and every method chapter ends with exercises whose solutions are hidden until asked for.
+A screenshot of each page goes under `_build/screenshots/`.
 """
 
 import functools
@@ -79,6 +83,42 @@ def has_math(doc: str) -> bool:
 
 PAGES = ["index"] + toc_files()
 
+#: The chapters that teach a method: each ends with at least three exercises, solutions hidden.
+METHOD_CHAPTERS = ["nbs/measuring_calibration", "nbs/focal_analysis", "nbs/adafocal", "nbs/dual_focal",
+                   "nbs/focal_calibration_loss", "nbs/focal_temperature_scaling"]
+
+#: What a reader would see that they should not, found with the DOM of the rendered page.
+DEFECTS_JS = r"""() => {
+  const describe = e => (e.innerText || '').trim().slice(0, 80).replace(/\s+/g, ' ');
+  const main = document.querySelector('main') || document.body;
+  const wide = [...main.querySelectorAll('.cell_output, .cell_output *, pre')].filter(e =>
+      e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible'
+      && !e.closest('details:not([open])'));
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  const dollars = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.nodeValue.includes('$') && !node.parentElement.closest('pre, code, mjx-container, script, style, .highlight, .MathJax'))
+      dollars.push(node.nodeValue.trim().slice(0, 80));
+  }
+  const outputs = [...main.querySelectorAll('.cell_output')];
+  const absolute = /(^|[\s'"(=])\/(home|root|work|tmp|usr|opt|var)\/|\.venv\//;
+  const paths = outputs.flatMap(e => (e.innerText || '').split('\n')).filter(line => absolute.test(line));
+  return {
+    wide: wide.map(e => e.tagName + '.' + (e.className || '').toString().split(' ')[0] + ' ' + e.scrollWidth + '>' + e.clientWidth + ': ' + describe(e)),
+    dollars: dollars,
+    stderr: [...main.querySelectorAll('.cell_output .stderr, .cell_output .output.error, .cell_output .traceback')].map(describe),
+    paths: [...new Set(paths.map(text => text.trim().slice(0, 80)))],
+    exercises: main.querySelectorAll('.exercise').length,
+    solutions: main.querySelectorAll('.solution').length,
+    open_solutions: [...main.querySelectorAll('.solution')].filter(e => e.offsetParent !== null && !(e.classList.contains('dropdown') || e.closest('details'))).length,
+  };
+}"""
+
+
+def page_defects(page) -> dict:
+    """What a reader of ``page`` (loaded, math typeset) sees that the book promises not to show."""
+    return page.evaluate(DEFECTS_JS)
+
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_name", PAGES)
@@ -103,8 +143,16 @@ def test_page_renders_offline_with_typeset_math(browser, server, page_name):
         assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{page_name.replace('/', '_')}.png"), full_page=False)
+    defects = page_defects(page)
     page.close()
 
+    assert not defects["wide"], f"cell outputs or code wider than their column: {defects['wide']}"
+    assert not defects["dollars"], f"raw $ rendered as text (math that did not parse): {defects['dollars']}"
+    assert not defects["stderr"], f"stderr or error outputs: {defects['stderr']}"
+    assert not defects["paths"], f"absolute paths in outputs: {defects['paths']}"
+    if page_name in METHOD_CHAPTERS:
+        assert defects["exercises"] >= 3, f"{page_name} has {defects['exercises']} exercises (at least 3)"
+        assert defects["solutions"] == defects["exercises"] and defects["open_solutions"] == 0, defects
     assert not failed, f"requests failed: {failed}"
     assert not foreign, f"the page requested other hosts: {foreign}"
     assert not errors, f"JavaScript errors: {errors}"
