@@ -55,6 +55,19 @@ def reliability_diagram(
     return ax, counts_ax
 
 
+def method_colours(names) -> dict:
+    """One distinct colour per name, the book's palette for figures that compare methods:
+    seaborn's ``"tab10"`` up to ten names, its evenly spaced ``"husl"`` hues beyond (no colour
+    is reused, so no line needs a second style to be told apart)."""
+    import seaborn as sns
+
+    names = list(names)
+    if len(set(names)) != len(names):
+        raise ValueError(f"names must be distinct, got {names}")
+    palette = sns.color_palette("tab10" if len(names) <= 10 else "husl", len(names))
+    return dict(zip(names, palette))
+
+
 def learning_curves(axes, history):
     """Training curves of a run (``history`` as returned by :func:`calibnb.train.train`).
 
@@ -80,21 +93,31 @@ def gamma_dynamics(ax, gammas, edges=None):
     """AdaFocal's γ per bin against the update step (the AdaFocal paper's Figure 5, bottom row).
 
     ``gammas`` is a list (one entry per update) of per-bin γ lists, as stored in a run's
-    ``metrics.json``; ``edges`` (optional, the last update's bin edges) label the bins by their
-    confidence range. Negative γ (inverse focal loss) lies below the dotted zero line.
+    ``metrics.json``. The bins are coloured from the least confident (dark) to the most
+    confident (yellow), with a colour bar instead of a legend of fifteen entries; ``edges``
+    (optional, the last update's bin edges) put the confidence range of the lowest and highest
+    bins at the ends of the colour bar. Negative γ (inverse focal loss) lies below the dotted
+    zero line. Returns the colour bar.
     """
     values = np.asarray(gammas, dtype=float)
     if values.ndim != 2 or values.size == 0:
         raise ValueError(f"gammas must be a non-empty list of per-bin lists, got shape {values.shape}")
+    n_bins = values.shape[1]
+    if edges is not None and len(edges) != n_bins + 1:
+        raise ValueError(f"edges must hold {n_bins + 1} bin edges, got {len(edges)}")
     steps = np.arange(1, values.shape[0] + 1)
-    colours = matplotlib.colormaps["viridis"](np.linspace(0, 1, values.shape[1]))
-    for b in range(values.shape[1]):
-        label = f"bin {b}" if edges is None else f"({edges[b]:.2f}, {edges[b + 1]:.2f}]"
-        ax.plot(steps, values[:, b], color=colours[b], marker=".", label=label)
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 1, n_bins))
+    for b in range(n_bins):
+        ax.plot(steps, values[:, b], color=colours[b], marker=".", markersize=4, linewidth=1.2)
     ax.axhline(0.0, color="gray", linestyle=":")
     ax.set(xlabel="update (epoch)", ylabel=r"$\gamma$")
-    ax.legend(fontsize="x-small", ncol=3)
-    return ax
+    scale = matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(-0.5, n_bins - 0.5), "viridis")
+    bar = ax.figure.colorbar(scale, ax=ax, pad=0.02, ticks=[0, n_bins - 1])
+    bar.set_label("confidence bin", fontsize="small")
+    ends = ["lowest", "highest"] if edges is None else [
+        f"lowest\n({edges[0]:.2f}–{edges[1]:.2f})", f"highest\n({edges[-2]:.3f}–{edges[-1]:.2f})"]
+    bar.ax.set_yticklabels(ends, fontsize="x-small")
+    return bar
 
 
 def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 4, n_bins: int = 15):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.tri import Triangulation
 
 from . import theory
@@ -137,19 +138,31 @@ def plot_closest_temperature(curves: dict, paper_lines: dict | None = None):
 
 def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3, 12, 20), n: int = 40):
     """Komisarenko & Kull Fig. 4: conditional-risk isolines of Brier, CE and the proper part of
-    focal loss over the 3-class simplex, at the loss percentiles ``percentiles`` of the grid."""
+    focal loss over the 3-class simplex, at the loss percentiles ``percentiles`` of the grid.
+
+    Drawn for the book's column: two panels per row, the corners named, one legend for the
+    isolines and the star (the true distribution ``eta``)."""
     eta = np.asarray(eta, dtype=float)
     q = simplex_points(n, margin=2e-3)
     tri = Triangulation(*to_plane(q).T)
     panels = [("Brier", theory.conditional_risk(q, eta, "brier")), ("cross-entropy", theory.conditional_risk(q, eta, "log"))]
     panels += [(f"proper focal γ = {g:g}", theory.conditional_risk(q, eta, "proper_focal", g)) for g in gammas]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3))
+    ncols = 2
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, 3.3 * nrows + 0.5), squeeze=False)
+    colours = [f"C{i}" for i in range(len(percentiles))]
     x0, y0 = to_plane(eta[None]).T
-    for ax, (name, risk) in zip(axes, panels):
-        ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=["C0", "C1", "C2"])
-        ax.plot(x0, y0, "k*")
-        draw_simplex(ax, name, labels=False)
-    fig.tight_layout()
+    for ax, (name, risk) in zip(axes.flat, panels):
+        ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=colours)
+        ax.plot(x0, y0, "k*", markersize=9)
+        draw_simplex(ax, name)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    handles = [Line2D([], [], color=c, label=f"risk at its {p:g} % quantile") for c, p in zip(colours, percentiles)]
+    handles.append(Line2D([], [], color="black", marker="*", linestyle="", markersize=9,
+                          label=f"the truth η = {tuple(float(v) for v in eta)}"))
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 

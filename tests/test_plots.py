@@ -99,3 +99,28 @@ def test_fts_valley_draws_the_valley_the_choices_and_the_band():
     with pytest.raises(ValueError, match="one length"):
         fts_valley(ax, [0.0, 1.0], [1.0])
     plt.close("all")
+
+
+def test_gamma_dynamics_draws_every_bin_with_a_colour_bar_not_a_legend():
+    import matplotlib.pyplot as plt
+
+    from calibnb.plots import gamma_dynamics
+
+    fig, ax = plt.subplots()
+    gammas = [[1.0] * 15, [1.1] * 14 + [-0.2]]
+    bar = gamma_dynamics(ax, gammas, edges=np.linspace(0, 1, 16))
+    assert len(ax.lines) == 15 + 1 and ax.get_legend() is None  # 15 bins and the zero line
+    assert [t.get_text() for t in bar.ax.get_yticklabels()] == ["lowest\n(0.00–0.07)", "highest\n(0.933–1.00)"]
+    with pytest.raises(ValueError, match="edges must hold 16"):
+        gamma_dynamics(ax, gammas, edges=[0.0, 1.0])
+    plt.close(fig)
+
+
+def test_method_colours_never_repeat():
+    from calibnb.plots import method_colours
+
+    for n in (3, 10, 12, 20):
+        colours = method_colours([f"m{i}" for i in range(n)])
+        assert len({tuple(np.round(c, 6)) for c in colours.values()}) == n
+    with pytest.raises(ValueError, match="distinct"):
+        method_colours(["CE", "CE"])
