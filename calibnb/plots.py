@@ -57,14 +57,15 @@ def reliability_diagram(
 
 def method_colours(names) -> dict:
     """One distinct colour per name, the book's palette for figures that compare methods:
-    seaborn's ``"tab10"`` up to ten names, its evenly spaced ``"husl"`` hues beyond (no colour
-    is reused, so no line needs a second style to be told apart)."""
+    seaborn's ``"tab10"`` up to ten names, beyond it evenly spaced hues of seaborn's HLS palette,
+    dark enough to read on white (no colour is reused, so no line needs a second style to be
+    told apart)."""
     import seaborn as sns
 
     names = list(names)
     if len(set(names)) != len(names):
         raise ValueError(f"names must be distinct, got {names}")
-    palette = sns.color_palette("tab10" if len(names) <= 10 else "husl", len(names))
+    palette = sns.color_palette("tab10", len(names)) if len(names) <= 10 else sns.hls_palette(len(names), l=0.42, s=0.85)
     return dict(zip(names, palette))
 
 
