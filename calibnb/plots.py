@@ -55,6 +55,11 @@ def reliability_diagram(
     return ax, counts_ax
 
 
+#: The width, in inches, of the book's figures: its text column (688 px) at matplotlib's 100 dpi,
+#: so a figure is shown at its own size and a 10-point label reads as 10 points.
+COLUMN_WIDTH = 7.0
+
+
 def method_colours(names) -> dict:
     """One distinct colour per name, the book's palette for figures that compare methods:
     seaborn's ``"tab10"`` up to ten names, beyond it evenly spaced hues of seaborn's HLS palette,
@@ -121,25 +126,27 @@ def gamma_dynamics(ax, gammas, edges=None):
     return bar
 
 
-def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 4, n_bins: int = 15):
+def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n_bins: int = 15):
     """A grid of reliability diagrams, one per entry of ``panels`` (name → ``(probs, labels)``).
 
     Each panel is :func:`reliability_diagram` without the counts inset, titled with its name (or
     ``titles[name]``) and the ECE of its ``n_bins`` equal-width bins, which is also returned.
-    Unused axes are hidden. Returns ``(figure, {name: ECE as a fraction})``.
+    Unused axes are hidden. The figure is :data:`COLUMN_WIDTH` wide. Returns ``(figure,
+    {name: ECE as a fraction})``.
     """
     if not panels:
         raise ValueError("panels is empty: nothing to draw")
     titles = titles or {}
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 3.1 * nrows), sharex=True,
+    side = COLUMN_WIDTH / ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, (side + 0.35) * nrows), sharex=True,
                              sharey=True, squeeze=False)
     values = {}
     for ax, (name, (probs, labels)) in zip(axes.flat, panels.items()):
         values[name] = ece(probs, labels, n_bins=n_bins)
         reliability_diagram(ax, probs, labels, n_bins=n_bins, show_counts=False)
         ax.get_legend().remove()
-        ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize="medium")
+        ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize=9)
         ax.set(xlabel="", ylabel="")
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
@@ -161,7 +168,7 @@ def ece_by_seed(selected: dict, rows, column: str = "ece", after: str = "ece_ts"
     ``selected`` maps a regime's name to its selected runs (with a ``row`` column). Returns the
     figure.
     """
-    fig, axes = plt.subplots(len(selected), 1, figsize=(10, 3.3 * len(selected)), sharex=True,
+    fig, axes = plt.subplots(len(selected), 1, figsize=(COLUMN_WIDTH, 3.0 * len(selected)), sharex=True,
                              squeeze=False)
     for ax, (name, runs) in zip(axes[:, 0], selected.items()):
         for i, r in enumerate(rows):

@@ -18,6 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.tri import Triangulation
 
 from . import theory
+from .plots import COLUMN_WIDTH
 from .plots_simplex import draw_simplex, simplex_points, to_plane
 
 __all__ = [
@@ -37,13 +38,14 @@ __all__ = [
 
 def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
     """The gap ``L_FL - (KL(q||p) - gamma H(p))``: binary curves and a 3-class map (target class 0)."""
-    fig, axes = plt.subplots(1, 1 + len(gammas), figsize=(3.6 * (1 + len(gammas)), 3.2))
+    fig, axes = plt.subplots(1, 1 + len(gammas), figsize=(COLUMN_WIDTH, 2.7))
     p = np.linspace(1e-4, 1 - 1e-4, 500)
     two = np.c_[p, 1 - p]
     for g in (0.5, *gammas):
         axes[0].plot(p, theory.mukhoti_gap(two, np.c_[np.ones_like(p), np.zeros_like(p)], g), label=f"γ = {g:g}")
     axes[0].set(xlabel="p̂ of the true class (K = 2)", ylabel="gap", title="binary: gap ≥ 0")
     axes[0].legend(fontsize=8)
+    axes[0].title.set_fontsize(9)
     q = simplex_points(n, margin=1e-3)
     target = np.tile([1.0, 0.0, 0.0], (q.shape[0], 1))
     tri = Triangulation(*to_plane(q).T)
@@ -51,7 +53,7 @@ def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
         gap = theory.mukhoti_gap(q, target, g)
         cs = ax.tricontourf(tri, gap, levels=20, cmap="viridis")
         fig.colorbar(cs, ax=ax, shrink=0.8)
-        draw_simplex(ax, f"K = 3, true class at bottom-left, γ = {g:g}", labels=False)
+        draw_simplex(ax, f"K = 3, γ = {g:g}\n(true class bottom left)", labels=False)
     fig.tight_layout()
     return fig
 
@@ -75,7 +77,7 @@ def plot_focal_map_and_proper_loss(gammas=(0.5, 3.0), map_gammas=(-0.5, 0.5, 1.0
     """Komisarenko & Kull Fig. 1: left, ``L*(q, 1)``, ``FL(q, 1)`` and CE; right, the focal map."""
     q = np.linspace(1e-3, 1 - 1e-3, 400)
     s = np.log(q) - np.log1p(-q)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
     left.plot(q, -np.log(q), color="black", label="cross-entropy")
     for k, g in enumerate(gammas):
         left.plot(q, theory.binary_focal_loss(s, 1, g), ls="--", color=f"C{k}", label=f"focal γ = {g:g}")
@@ -94,7 +96,7 @@ def plot_focal_map_and_proper_loss(gammas=(0.5, 3.0), map_gammas=(-0.5, 0.5, 1.0
 def plot_temperature_bounds(gamma: float = 4.0, gammas=None, s_max: float = 20.0):
     """Komisarenko & Kull Fig. 3: the focal map between temperature maps; bound widths vs gamma."""
     gammas = np.linspace(0.25, 10, 40) if gammas is None else np.asarray(gammas)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
     s = np.linspace(0, 6, 400)
     r = theory.inverse_temperature_profile(s, gamma)
     low, high = theory.temperature_bounds(gamma)
@@ -120,7 +122,7 @@ def plot_closest_temperature(curves: dict, paper_lines: dict | None = None):
     ``curves`` maps a label (e.g. ``"K = 2"``) to ``(gammas, temperatures, deviations)``;
     ``paper_lines`` maps the same labels to the paper's ``(slope, intercept)``.
     """
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
     for k, (name, (g, t, dev)) in enumerate(curves.items()):
         g, t = np.asarray(g), np.asarray(t)
         left.plot(g, 1 / t, "o", ms=3, color=f"C{k}", label=f"{name}: ours")
@@ -149,7 +151,7 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     panels += [(f"proper focal γ = {g:g}", theory.conditional_risk(q, eta, "proper_focal", g)) for g in gammas]
     ncols = 2
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7.0, 3.3 * nrows + 0.5), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, 3.3 * nrows + 0.5), squeeze=False)
     colours = [f"C{i}" for i in range(len(percentiles))]
     x0, y0 = to_plane(eta[None]).T
     for ax, (name, risk) in zip(axes.flat, panels):
@@ -210,12 +212,13 @@ def plot_two_moons(results: dict):
     """FCL paper Fig. 7: for each :class:`calibnb.toy.TwoMoonsResult` in ``results`` (label ->
     result), the top-label confidence over the plane, the decision boundary (p = 1/2, black) and
     the training points."""
-    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(results), figsize=(COLUMN_WIDTH, 0.8 * COLUMN_WIDTH / len(results) + 0.6),
+                             squeeze=False)
     for ax, (name, res) in zip(axes[0], results.items()):
         cs = ax.contourf(res.grid_x, res.grid_y, res.grid_confidence, levels=np.linspace(0.5, 1, 11), cmap="viridis")
         ax.contour(res.grid_x, res.grid_y, res.grid_probs, levels=[0.5], colors="black", linewidths=1.2)
         ax.scatter(*res.x_train.T, c=res.y_train, cmap="coolwarm", s=6, edgecolors="none")
-        ax.set(title=f"{name}: train acc {res.train_accuracy:.3f}, mean conf {res.train_confidence:.3f}",
+        ax.set(title=f"{name}\ntrain acc {res.train_accuracy:.3f}, mean conf {res.train_confidence:.3f}",
                xticks=[], yticks=[])
         ax.title.set_fontsize(9)
         fig.colorbar(cs, ax=ax, shrink=0.85, label="confidence")

@@ -11,7 +11,8 @@ every page of the table of contents and we check that
 then read each page as a reader sees it at 1280 px (:func:`page_defects`): no cell output and no
 code block wider than its column (hidden behind a scroll bar), no `$` rendered as text
 (math that failed to parse), no stderr output, no absolute path of the builder's machine in an
-output; and every method chapter ends with exercises whose solutions are hidden until asked for.
+output, no figure drawn wider than the column (shrunk to fit, its labels below legible size);
+and every method chapter ends with exercises whose solutions are hidden until asked for.
 A screenshot of each page goes under `_build/screenshots/`.
 """
 
@@ -108,6 +109,8 @@ DEFECTS_JS = r"""() => {
     dollars: dollars,
     stderr: [...main.querySelectorAll('.cell_output .stderr, .cell_output .output.error, .cell_output .traceback')].map(describe),
     paths: [...new Set(paths.map(text => text.trim().slice(0, 80)))],
+    shrunk: [...main.querySelectorAll('.cell_output img')].filter(i => i.naturalWidth && i.clientWidth < 0.9 * i.naturalWidth)
+        .map(i => `${i.naturalWidth} px figure shown at ${i.clientWidth} px`),
     exercises: main.querySelectorAll('.exercise').length,
     solutions: main.querySelectorAll('.solution').length,
     open_solutions: [...main.querySelectorAll('.solution')].filter(e => e.offsetParent !== null && !(e.classList.contains('dropdown') || e.closest('details'))).length,
@@ -150,6 +153,8 @@ def test_page_renders_offline_with_typeset_math(browser, server, page_name):
     assert not defects["dollars"], f"raw $ rendered as text (math that did not parse): {defects['dollars']}"
     assert not defects["stderr"], f"stderr or error outputs: {defects['stderr']}"
     assert not defects["paths"], f"absolute paths in outputs: {defects['paths']}"
+    # a figure drawn wider than the column is shrunk, and its 10-point labels with it
+    assert not defects["shrunk"], f"figures not drawn for the column (calibnb.plots.COLUMN_WIDTH): {defects['shrunk']}"
     if page_name in METHOD_CHAPTERS:
         assert defects["exercises"] >= 3, f"{page_name} has {defects['exercises']} exercises (at least 3)"
         assert defects["solutions"] == defects["exercises"] and defects["open_solutions"] == 0, defects
