@@ -69,3 +69,27 @@ def test_chapters_narrate_and_the_package_computes():
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     defining.append(f"{path.name}: {node.name}")
     assert not defining, f"chapters define functions or classes: {defining}"
+
+
+RESULTS_PAGES = ["nbs/results.md", "nbs/results_figures.md", "nbs/cifar_posthoc.md"]
+METHOD_CHAPTERS = ["nbs/measuring_calibration.md", "nbs/focal_analysis.md", "nbs/adafocal.md", "nbs/dual_focal.md",
+                   "nbs/focal_calibration_loss.md", "nbs/focal_temperature_scaling.md"]
+
+
+def test_results_pages_open_with_their_conclusion():
+    """A reader of a results page meets its summary before any evidence (issue 17)."""
+    for page in RESULTS_PAGES:
+        text = (REPO / page).read_text()
+        body = text.split("\n---\n", 1)[1]  # after the front matter
+        assert "**In short.**" in body, page
+        assert body.index("**In short.**") < body.index("```{code-cell}"), f"{page}: code before the summary"
+
+
+def test_method_chapters_end_with_exercises_and_hidden_solutions():
+    for page in METHOD_CHAPTERS:
+        text = (REPO / page).read_text()
+        exercises = text.count("```{exercise}")
+        assert exercises >= 3 and text.count("```{solution-start}") == exercises, page
+        assert text.count(":class: dropdown") >= exercises, f"{page}: every solution hidden until asked for"
+        if "## What we verified" in text:  # the exercises close the chapter
+            assert text.index("## Exercises") > text.index("## What we verified"), page
