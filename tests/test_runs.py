@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from calibnb import runs
+from calibnb.runs.results import UnfinishedRunsWarning
 from calibnb.__main__ import main as cli
 
 TOY = Path(__file__).parent / "data" / "toy_run.md"
@@ -117,7 +118,10 @@ def test_load_results_has_one_row_per_finished_run(tmp_path):
     _fake_run(tmp_path / "a", {"dataset": "d", "model": "m", "loss": "focal_loss", "gamma": 3, "seed": 1}, 0.04)
     _fake_run(tmp_path / "b", {"dataset": "d", "model": "m", "loss": "cross_entropy", "seed": 1}, 0.08)
     _fake_run(tmp_path / "c", {"dataset": "d", "model": "m", "loss": "cross_entropy", "seed": 2}, 0.1, finished=False)
-    table = runs.load_results(tmp_path).sort_values("loss")
+    with pytest.warns(UnfinishedRunsWarning, match=r"1 unfinished run folder\(s\) below .* left out .*: c"):
+        table = runs.load_results(tmp_path)
+    assert table.attrs["unfinished"] == [str(tmp_path / "c")]  # reported, not half-read
+    table = table.sort_values("loss")
     assert table["loss"].tolist() == ["cross_entropy", "focal_loss"]
     assert table["ece"].tolist() == [0.08, 0.04]
     assert table["ece_ts"].tolist() == [0.04, 0.02]

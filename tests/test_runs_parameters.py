@@ -101,7 +101,7 @@ def test_a_sweep_file_is_schema_checked_naming_the_file(tmp_path):
     toy = REPO / "tests" / "data" / "toy_run.md"
     path = tmp_path / "sweep.yaml"
     path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\ngird: {{seed: [1]}}\n")
-    with pytest.raises(ValueError, match=rf"{path}: unknown key 'gird' \(did you mean 'grid'\?\)"):
+    with pytest.raises(ValueError, match=rf"{path}: unknown key 'gird' in the sweep file \(did you mean 'grid'\?\)"):
         expand_grid(path)
     path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\ngrid: {{seed: [1], gama: [1.0]}}\n")
     with pytest.raises(ValueError, match=rf"{path}: unknown parameter 'gama' .*did you mean 'gamma'"):
@@ -156,3 +156,25 @@ def test_describe_gives_the_first_whole_sentence_of_a_sweep_file(tmp_path):
                     "notebook: x\n")
     assert describe(path) == "Dual focal loss, Table 1 (Tao et al. 2023): ECE pre/post T, CIFAR-10/100, four networks."
     assert describe(REPO / "configs/fashion_mnist_cpu.yaml").endswith("on real data on a CPU.")
+
+
+@pytest.mark.parametrize("section, message", [
+    ("select: {by: loss, param: [gamma]}", r"unknown key 'param' in select \(did you mean 'params'\?\)"),
+    ("select: {by: loss}", "select is missing the key 'params'"),
+    ("select: {by: loss, params: gamma}", "select.params must be a list of parameter names"),
+    ("select: {by: loss, params: [gamma], among: focal_loss}", "select.among must be a list"),
+    ("select: [loss]", "select must be a mapping"),
+    ("executor: {name: slrum}", "executor name must be one of"),
+    ("executor: slurm", "executor must be a mapping"),
+    ("runner: papermill", "runner must be one of"),
+    ("params: [1, 2]", "params must be a mapping"),
+    ("notebook2: x", r"unknown key 'notebook2' in the sweep file \(did you mean 'notebook'\?\)"),
+])
+def test_every_section_of_a_sweep_file_is_checked_key_by_key(tmp_path, section, message):
+    from calibnb.runs import expand_grid
+    toy = REPO / "tests" / "data" / "toy_run.md"
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"notebook: {toy}\nout_root: {tmp_path}\ngrid: {{seed: [1]}}\n{section}\n")
+    with pytest.raises(ValueError, match=rf"{path}: {message}"):
+        expand_grid(path)
+    assert not list(tmp_path.glob("*/"))  # nothing ran, nothing was written

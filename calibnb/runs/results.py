@@ -31,16 +31,38 @@ def load_results(root: str | os.PathLike) -> pd.DataFrame:
     (the TS temperature), ``fts_gamma`` and ``fts_temperature``, the validation metrics as
     ``val_<metric>``, the out-of-distribution AUROC of each shift as ``auroc_<shift>``,
     ``auroc_<shift>_ts`` and ``auroc_<shift>_fts`` (runs with ``ood``), and ``run_dir``.
-    Unfinished runs are ignored. An empty frame (with the metric columns) is returned when none is found.
+    An empty frame (with the metric columns) is returned when none is found.
+
+    Unfinished runs (interrupted or still running: a run folder with ``params.yaml`` or a
+    checkpoint but no ``metrics.json``, which a run writes last) are not half-read: they are
+    left out, reported by an :class:`UnfinishedRunsWarning` naming them, and listed in the
+    frame's ``attrs["unfinished"]``.
     """
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"root {str(root)!r} is not a folder")
     rows = [_row(path.parent) for path in sorted(root.rglob(FINISHED_MARKER))]
+    unfinished = unfinished_runs(root)
+    if unfinished:
+        names = ", ".join(str(p.relative_to(root)) for p in unfinished[:5])
+        more = f" and {len(unfinished) - 5} more" if len(unfinished) > 5 else ""
+        warnings.warn(f"{len(unfinished)} unfinished run folder(s) below {root} left out (no metrics.json): "
+                      f"{names}{more}", UnfinishedRunsWarning, stacklevel=2)
     columns = [f"{m}{suffix}" for suffix in ("", "_ts", "_fts") for m in METRICS]
-    if not rows:
-        return pd.DataFrame(columns=["dataset", "model", "loss", "seed", *columns])
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["dataset", "model", "loss", "seed", *columns])
+    table.attrs["unfinished"] = [str(p) for p in unfinished]
+    return table
+
+
+class UnfinishedRunsWarning(UserWarning):
+    """Run folders without ``metrics.json`` were found and left out of a results table."""
+
+
+def unfinished_runs(root: str | os.PathLike) -> list[Path]:
+    """The run folders below ``root`` that started but did not finish: ``params.yaml`` or a
+    training checkpoint, and no ``metrics.json``."""
+    starts = {p.parent for name in ("params.yaml", "checkpoint.pt") for p in Path(root).rglob(name)}
+    return sorted(folder for folder in starts if not (folder / FINISHED_MARKER).exists())
 
 
 def _row(run_dir: Path) -> dict:

@@ -93,27 +93,74 @@ def describe(path: str | os.PathLike) -> str:
 
 #: The keys a sweep file may hold (the module docstring says what each means).
 SWEEP_KEYS = ("notebook", "out_root", "params", "grid", "runner", "executor", "select")
+#: The ``select`` section: the arguments of :func:`calibnb.runs.select_by_validation`.
+SELECT_KEYS = ("by", "params", "metric", "among")
+
+
+def _unknown(keys, known, what: str, where: str) -> None:
+    """Refuse the first key of ``keys`` outside ``known``, suggesting the close match."""
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} in {what}{hint}; it holds {list(known)}")
+
+
+def check_sweep_file(config: dict, where: str = "config") -> None:
+    """The sweep file's schema, key by key: top-level keys, ``params`` and ``grid`` shapes,
+    ``runner``, the ``executor`` section's ``name`` and the ``select`` section's keys and types.
+    Each error names ``where`` (the file) and the key."""
+    _unknown(config, SWEEP_KEYS, "the sweep file", where)
+    for key in ("notebook", "out_root", "grid"):
+        if key not in config:
+            raise ValueError(f"{where}: config is missing the key {key!r}")
+    for key in ("notebook", "out_root"):
+        if not isinstance(config[key], str) or not config[key]:
+            raise ValueError(f"{where}: {key} must be a path (a string), got {config[key]!r}")
+    if not isinstance(config.get("params") or {}, dict):
+        raise ValueError(f"{where}: params must be a mapping of parameter: value, got {config['params']!r}")
+    if config.get("runner", "notebook") not in RUNNERS:
+        raise ValueError(f"{where}: runner must be one of {list(RUNNERS)}, got {config['runner']!r}")
+    executor = config.get("executor") or {}
+    if not isinstance(executor, dict):
+        raise ValueError(f"{where}: executor must be a mapping (name: and submitit's parameters), got {executor!r}")
+    if executor.get("name", "inprocess") not in EXECUTORS:
+        raise ValueError(f"{where}: executor name must be one of {list(EXECUTORS)}, got {executor['name']!r}")
+    if "select" in config:
+        select = config["select"]
+        if not isinstance(select, dict):
+            raise ValueError(f"{where}: select must be a mapping with keys {list(SELECT_KEYS)}, got {select!r}")
+        _unknown(select, SELECT_KEYS, "select", where)
+        for key in ("by", "params"):
+            if key not in select:
+                raise ValueError(f"{where}: select is missing the key {key!r}")
+        names = lambda v: isinstance(v, list) and v and all(isinstance(x, str) for x in v)  # noqa: E731
+        if not (isinstance(select["by"], str) or names(select["by"])):
+            raise ValueError(f"{where}: select.by must be a column name or a list of them, got {select['by']!r}")
+        if not names(select["params"]):
+            raise ValueError(f"{where}: select.params must be a list of parameter names, got {select['params']!r}")
+        if not isinstance(select.get("metric", "val_ece"), str):
+            raise ValueError(f"{where}: select.metric must be a column name, got {select['metric']!r}")
+        if select.get("among") is not None and not isinstance(select["among"], list):
+            raise ValueError(f"{where}: select.among must be a list, got {select['among']!r}")
 
 
 def expand_grid(config: str | os.PathLike | dict) -> list[dict]:
     """Every run's parameters, in a stable order, without duplicates.
 
-    The sweep file is schema-checked first: a key outside :data:`SWEEP_KEYS` is refused, and
+    The sweep file is schema-checked first (:func:`check_sweep_file`): a key outside
+    :data:`SWEEP_KEYS` (or :data:`SELECT_KEYS` in ``select``) is refused, and
     every run's parameters (``params`` and ``grid`` names and value types) are checked against
     the notebook's ``parameters`` cell (:func:`calibnb.runs.parameters.check_parameters`); each
     error names the file.
     """
     where = str(config) if isinstance(config, (str, os.PathLike)) else "config"
     config = load_config(config)
-    unknown = [k for k in config if k not in SWEEP_KEYS]
-    if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), SWEEP_KEYS, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"{where}: unknown key {unknown[0]!r}{hint}; a sweep file holds {list(SWEEP_KEYS)}")
-    for key in ("notebook", "out_root", "grid"):
-        if key not in config:
-            raise ValueError(f"{where}: config is missing the key {key!r}")
-    runs = _expand(config)
+    check_sweep_file(config, where)
+    try:
+        runs = _expand(config)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
     declared = declared_parameters(config["notebook"])
     for params in runs:
         try:
