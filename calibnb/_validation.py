@@ -156,7 +156,10 @@ def check_real(
 
 
 def check_choice(value, name: str, choices) -> str:
-    """Validate that ``value`` is one of ``choices`` (used for string options)."""
+    """Validate that ``value`` is one of ``choices`` (used for string options). A bool is not
+    taken for the number it equals (``case=True`` is not ``case=1``)."""
+    if isinstance(value, bool) and not any(isinstance(c, bool) for c in choices):
+        raise TypeError(f"{name} must be one of {sorted(choices)}, got the bool {value!r}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
     return value

@@ -431,7 +431,7 @@ BAD_PARAMS = [
     ("label_smoothing_loss", {"alpha": 1.5}, "alpha must be <= 1"),
     ("adafocal", {"lam": -1.0}, "lam must be >= 0"),
     ("adafocal", {"n_bins": 0}, "n_bins must be >= 1"),
-    ("adafocal", {"gamma_init": 50.0}, "gamma_init must be <= 20"),
+    ("adafocal", {"gamma_init": 50.0}, r"gamma_init must lie in \[gamma_min, gamma_max\] = \[-2, 20\], got 50"),
     ("adafocal", {"base": "triple"}, "base must be one of"),
     ("calfocal", {"case": 3}, "case must be one of"),
     ("cross_entropy", {"reduction": "avg"}, "reduction must be one of"),

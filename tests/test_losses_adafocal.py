@@ -60,7 +60,7 @@ def test_lambda_scales_the_step_and_the_thresholds_are_parameters():
         ([[1.0]], [[0.1]], {}, ValueError, "gammas must be a non-empty 1-D array"),
         ([1.0], [0.1], {"lam": -1.0}, ValueError, "lam must be >= 0"),
         ([1.0], [0.1], {"switch": -0.2}, ValueError, "switch must be >= 0"),
-        ([1.0], [0.1], {"gamma_min": 1.0, "gamma_max": 0.0}, ValueError, "gamma_max must be >= 1"),
+        ([1.0], [0.1], {"gamma_min": 1.0, "gamma_max": 0.0}, ValueError, r"gamma_max must be >= gamma_min, got gamma_max=0 and gamma_min=1"),
         (["a"], [0.1], {}, ValueError, "could not convert|must"),
     ],
 )

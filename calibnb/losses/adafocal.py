@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from calibnb._validation import check_choice, check_n_bins, check_probs_labels, check_real, to_numpy
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
+from calibnb.losses.focal import INVERSE_GAMMA_MAX
 
 
 def adafocal_update(
@@ -51,8 +52,7 @@ def adafocal_update(
     """
     lam = check_real(lam, "lam", minimum=0.0)
     switch = check_real(switch, "switch", minimum=0.0)
-    gamma_min = check_real(gamma_min, "gamma_min")
-    gamma_max = check_real(gamma_max, "gamma_max", minimum=gamma_min)
+    gamma_min, gamma_max = check_gamma_range(gamma_min, gamma_max)
     g = to_numpy(gammas, "gammas").astype(np.float64)
     e = to_numpy(gaps, "gaps").astype(np.float64)
     if g.ndim != 1 or g.size == 0 or not np.isfinite(g).all():
@@ -65,6 +65,17 @@ def adafocal_update(
     if isinstance(gammas, Tensor):
         return torch.as_tensor(new, dtype=gammas.dtype, device=gammas.device)
     return new
+
+
+def check_gamma_range(gamma_min: float, gamma_max: float) -> tuple[float, float]:
+    """Validate AdaFocal's clipping range: ``gamma_min <= gamma_max``, each error naming both,
+    and ``gamma_min >= -INVERSE_GAMMA_MAX`` (an inverse focal weight ``(1 + p_t)^|γ|`` beyond
+    it leaves float32's range)."""
+    gamma_min = check_real(gamma_min, "gamma_min", minimum=-INVERSE_GAMMA_MAX)
+    gamma_max = check_real(gamma_max, "gamma_max")
+    if gamma_max < gamma_min:
+        raise ValueError(f"gamma_max must be >= gamma_min, got gamma_max={gamma_max:g} and gamma_min={gamma_min:g}")
+    return gamma_min, gamma_max
 
 
 def update_gammas(
@@ -209,10 +220,12 @@ class AdaFocalLoss(ValidationBinnedLoss):
     ) -> None:
         super().__init__(n_bins, reduction, validate)
         self.lam = check_real(lam, "lam", minimum=0.0)
-        self.gamma_min = check_real(gamma_min, "gamma_min")
-        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=self.gamma_min)
+        self.gamma_min, self.gamma_max = check_gamma_range(gamma_min, gamma_max)
         self.switch = check_real(switch, "switch", minimum=0.0)
-        gamma_init = check_real(gamma_init, "gamma_init", minimum=self.gamma_min, maximum=self.gamma_max)
+        gamma_init = check_real(gamma_init, "gamma_init")
+        if not self.gamma_min <= gamma_init <= self.gamma_max:
+            raise ValueError(f"gamma_init must lie in [gamma_min, gamma_max] = [{self.gamma_min:g}, "
+                             f"{self.gamma_max:g}], got {gamma_init:g}")
         self.base = check_choice(base, "base", ("focal", "dual"))
         self.register_buffer("gammas", torch.full((self.n_bins,), gamma_init, dtype=torch.float64))
 

@@ -20,6 +20,10 @@ from calibnb._validation import check_real
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
 
+#: The largest γ of inverse focal loss: its weight (1 + p_t)^γ reaches 2^γ, and 2^100 leaves
+#: float32 (whose largest value is about 2^128) room for the gradient's further factors.
+INVERSE_GAMMA_MAX = 100.0
+
 #: FLSD-53 of Mukhoti et al.: gamma 5 for p_t < 0.2, 3 for 0.2 <= p_t < 0.5, 3 above.
 FLSD53_GAMMAS = (5.0, 3.0, 3.0)
 FLSD_THRESHOLDS = (0.2, 0.5)
@@ -79,9 +83,10 @@ def inverse_focal_loss(
 
     It weights confident samples *more* than cross-entropy does and so counters
     under-confidence; AdaFocal switches to it in bins where focal loss with small gamma is
-    still under-confident. ``validate``: see :func:`focal_loss`.
+    still under-confident. ``gamma`` is at most :data:`INVERSE_GAMMA_MAX` (100): beyond it the
+    weight leaves float32's range. ``validate``: see :func:`focal_loss`.
     """
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_real(gamma, "gamma", minimum=0.0, maximum=INVERSE_GAMMA_MAX)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction, validate=validate)
