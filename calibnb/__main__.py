@@ -150,7 +150,7 @@ def _command(args) -> int:
             print(f"pruned  {folder}")
         return 0
 
-    plan = runs.plan(runs.load_config(args.config))
+    plan = runs.plan(args.config)
     for params, folder, done in plan:
         print(f"{'done' if done else 'todo'}  {folder}")
     if not args.dry_run:

@@ -78,19 +78,32 @@ def _row(run_dir: Path) -> dict:
     if not isinstance(metrics, dict) or not isinstance(params or {}, dict):
         raise ValueError(f"{run_dir}: params.yaml and metrics.json must each hold a mapping")
     row = {k: v for k, v in (params or {}).items() if k not in EXECUTION_KEYS}
-    test = metrics.get("test", {})
+
+    def section(value, where: str) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError(f"{metrics_file}: {where} must be a mapping, got {value!r}"[:300])
+        return value
+
+    def number(value, where: str):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"{metrics_file}: {where} must be a number, got {value!r}"[:300])
+        return value
+
+    test = section(metrics.get("test"), "'test'")
     for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):
-        for name, value in (test.get(stage) or {}).items():
-            row[f"{name}{suffix}"] = value
-    for name, value in (metrics.get("val") or {}).items():
-        row[f"val_{name}"] = value
-    for shift, stages in (metrics.get("ood") or {}).items():
-        for stage, value in stages.items():
-            row[f"auroc_{shift}" + ("" if stage == "pre" else f"_{stage}")] = value
-    row["temperature"] = metrics.get("temperature")
-    fts = metrics.get("fts") or {}
-    row["fts_gamma"] = fts.get("gamma")
-    row["fts_temperature"] = fts.get("temperature")
+        for name, value in section(test.get(stage), f"'test.{stage}'").items():
+            row[f"{name}{suffix}"] = number(value, f"'test.{stage}.{name}'")
+    for name, value in section(metrics.get("val"), "'val'").items():
+        row[f"val_{name}"] = number(value, f"'val.{name}'")
+    for shift, stages in section(metrics.get("ood"), "'ood'").items():
+        for stage, value in section(stages, f"'ood.{shift}'").items():
+            row[f"auroc_{shift}" + ("" if stage == "pre" else f"_{stage}")] = number(value, f"'ood.{shift}.{stage}'")
+    row["temperature"] = number(metrics.get("temperature"), "'temperature'")
+    fts = section(metrics.get("fts"), "'fts'")
+    row["fts_gamma"] = number(fts.get("gamma"), "'fts.gamma'")
+    row["fts_temperature"] = number(fts.get("temperature"), "'fts.temperature'")
     row["run_dir"] = str(run_dir)
     return row
 

@@ -69,6 +69,8 @@ def load_config(config: str | os.PathLike | dict) -> dict:
     configs = next((f for f in (folder, *folder.parents) if f.name == "configs"), None)
     base = configs.parent if configs else folder
     for key in ("notebook", "out_root"):
+        if key in data and (not isinstance(data[key], str) or not data[key]):
+            raise ValueError(f"{path}: {key} must be a path (a string), got {data[key]!r}")
         if key in data and not Path(data[key]).is_absolute():
             data[key] = str(base / data[key])
     return data
@@ -191,13 +193,10 @@ def _expand(config: dict) -> list[dict]:
 
 
 def plan(config: str | os.PathLike | dict) -> list[tuple[dict, Path, bool]]:
-    """``(params, run folder, finished?)`` for every run of the sweep."""
-    config = load_config(config)
-    root = Path(config["out_root"])
-    return [
-        (params, root / run_name(params), is_finished(root / run_name(params)))
-        for params in expand_grid(config)
-    ]
+    """``(params, run folder, finished?)`` for every run of the sweep (schema-checked first)."""
+    runs = expand_grid(config)
+    root = Path(load_config(config)["out_root"])
+    return [(params, root / run_name(params), is_finished(root / run_name(params))) for params in runs]
 
 
 def sweep(
