@@ -245,3 +245,28 @@ def test_labels_outside_the_classes_are_rejected(tmp_path, rng):
     })
     with pytest.raises(ValueError, match=r"test labels outside \[0, 10\)"):
         load_dataset("cifar10", root=tmp_path, verify=False)
+
+
+DAMAGED = {"fashion-mnist": ("fashion-mnist", ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                                "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]),
+           "svhn": ("svhn", ["train_32x32.mat", "test_32x32.mat"]),
+           "cifar10c": ("CIFAR-10-C", ["gaussian_noise.npy", "labels.npy"]),
+           "cifar100": ("cifar-100-python", ["train", "test", "meta"])}
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"", b"\x1f\x8b\x08\x00" + bytes(20)], ids=["text", "empty", "gzip header"])
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_a_damaged_data_file_is_refused_naming_it(tmp_path, name, content):
+    folder, files = DAMAGED[name]
+    (tmp_path / folder).mkdir()
+    for file in files:
+        (tmp_path / folder / file).write_bytes(content)
+    with pytest.raises(ValueError, match=str(tmp_path / folder)):
+        load_dataset(name, root=tmp_path, verify=False)
+
+
+def test_a_cifar_batch_without_its_keys_is_refused_naming_it(tmp_path, rng):
+    folder, _, _ = write_cifar10(tmp_path, rng)
+    dump(folder / "data_batch_3", {b"labels": [1, 2]})  # no 'data'
+    with pytest.raises(ValueError, match=r"data_batch_3 is not a cifar10 batch .*KeyError"):
+        load_dataset("cifar10", root=tmp_path, verify=False)

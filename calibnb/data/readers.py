@@ -11,6 +11,8 @@ from __future__ import annotations
 import gzip
 import pickle
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -101,11 +103,35 @@ def read_cifar(folder: Path, dataset: str, verify: bool = True):
             verify_file(folder / name, dataset)
     out = []
     for split in ("train", "test"):
-        batches = [_unpickle(folder / name) for name in files[split]]
-        x = np.concatenate([np.asarray(b["data"], dtype=np.uint8) for b in batches])
-        y = np.concatenate([np.asarray(b[label_key], dtype=np.int64) for b in batches])
-        out += [x.reshape(-1, 3, 32, 32), y]
-    return (*out, _names(_unpickle(folder / files["meta"])[names_key]))
+        xs, ys = [], []
+        for name in files[split]:
+            batch = _unpickle(folder / name)
+            with reading(folder / name, f"a {dataset} batch (a dict with 'data' (n, 3072) uint8 and '{label_key}')"):
+                x, y = np.asarray(batch["data"], dtype=np.uint8), np.asarray(batch[label_key], dtype=np.int64)
+                xs.append(x.reshape(-1, 3, 32, 32))
+            if y.shape != (len(xs[-1]),):
+                raise ValueError(f"{folder / name} holds {len(xs[-1])} images but {y.shape} labels")
+            ys.append(y)
+        out += [np.concatenate(xs), np.concatenate(ys)]
+    meta = folder / files["meta"]
+    with reading(meta, f"the {dataset} meta file (a dict with '{names_key}')"):
+        return (*out, _names(_unpickle(meta)[names_key]))
+
+
+@contextmanager
+def reading(path: Path, what: str) -> Iterator[None]:
+    """Turn whatever a parser raises on a damaged file (``BadGzipFile``, ``MatReadError``,
+    ``EOFError``, an index or offset error) into a ``ValueError`` naming ``path`` and what it
+    should have been; an error that already names the file passes through."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as error:
+        if isinstance(error, ValueError) and str(path) in str(error):
+            raise
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{path} is not {what}: {type(error).__name__}: {reason}") from None
 
 
 def read_svhn(folder: Path, verify: bool = True):
@@ -121,10 +147,14 @@ def read_svhn(folder: Path, verify: bool = True):
         path = folder / SVHN_FILES[split]
         if verify:
             verify_file(path, "svhn")
-        mat = loadmat(path)
-        y = np.asarray(mat["y"]).astype(np.int64).reshape(-1)
-        y[y == 10] = 0
-        out += [np.ascontiguousarray(np.transpose(mat["X"], (3, 2, 0, 1)), dtype=np.uint8), y]
+        with reading(path, "an SVHN .mat file (X: 32x32x3xN uint8, y: N labels)"):
+            mat = loadmat(path)
+            y = np.asarray(mat["y"]).astype(np.int64).reshape(-1)
+            y[y == 10] = 0
+            x = np.ascontiguousarray(np.transpose(mat["X"], (3, 2, 0, 1)), dtype=np.uint8)
+        if x.shape[1:] != (3, 32, 32) or len(x) != len(y):
+            raise ValueError(f"{path} must hold X (32, 32, 3, n) and y (n, 1), got {x.shape} and {y.shape}")
+        out += [x, y]
     return tuple(out)
 
 
@@ -135,8 +165,10 @@ def read_cifar10c(folder: Path, corruption: str, severity: int, verify: bool = T
     images (NHWC); ``labels.npy`` holds the matching labels (the CIFAR-10 test labels, repeated
     five times). The layout is always checked; ``verify=True`` also requires the published size.
     """
-    images = np.load(folder / f"{corruption}.npy", mmap_mode="r")
-    labels = np.load(folder / "labels.npy")
+    with reading(folder / f"{corruption}.npy", "a CIFAR-10-C array (.npy of uint8 images)"):
+        images = np.load(folder / f"{corruption}.npy", mmap_mode="r")
+    with reading(folder / "labels.npy", "a CIFAR-10-C label array (.npy)"):
+        labels = np.load(folder / "labels.npy")
     n = images.shape[0]
     if images.dtype != np.uint8 or images.shape[1:] != (32, 32, 3) or n % 5:
         raise ValueError(
@@ -157,14 +189,18 @@ def read_cifar10c(folder: Path, corruption: str, severity: int, verify: bool = T
 
 def _read_idx(path: Path, verify: bool) -> np.ndarray:
     """An IDX file (LeCun's MNIST format) of unsigned bytes, gzip-compressed."""
-    with gzip.open(path, "rb") as f:
+    with reading(path, "a gzip-compressed IDX file"), gzip.open(path, "rb") as f:
         data = f.read()
+    if len(data) < 4:
+        raise ValueError(f"{path} is not an IDX file: {len(data)} bytes, shorter than its header")
     if verify:
         verify_file(path, "fashion-mnist", content=data)
     zero, dtype_code, ndim = data[0] * 256 + data[1], data[2], data[3]
     if zero != 0 or dtype_code != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte IDX file")
     shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    if len(data) < 4 + 4 * ndim:
+        raise ValueError(f"{path} is truncated: its header announces {ndim} dimensions")
     array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     if array.size != int(np.prod(shape)):
         raise ValueError(f"{path} is truncated: header says {shape}, found {array.size} bytes")
