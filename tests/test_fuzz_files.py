@@ -20,6 +20,14 @@ from calibnb.runs.results import UnfinishedRunsWarning
 
 TOY = Path(__file__).resolve().parent / "data" / "toy_run.md"
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+DEEP = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def fuzz(body, deep: bool = False, **strategies):
+    """A test of ``body`` over the ``strategies``: 40 examples in ``make test``, or 400 and marked
+    slow (``make test-slow``) with ``deep``."""
+    test = (DEEP if deep else FAST)(given(**strategies)(body))
+    return pytest.mark.slow(test) if deep else test
 
 words = st.sampled_from(["notebook", "out_root", "grid", "params", "select", "executor", "runner", "by",
                          "among", "metric", "name", "seed", "gamma", "gama", "loss", "", "x"])
@@ -38,11 +46,12 @@ def refused_cleanly(code, err: str) -> bool:
                                                         for line in err.splitlines())
 
 
-@FAST
-@given(pairs=st.lists(st.tuples(st.sampled_from(["gama", "seed", "gamma", "fail", "", "--", "lr", "epochs"]),
-                                st.sampled_from(NOT_A_VALUE)), min_size=1, max_size=3),
-       notebook=st.sampled_from([str(TOY), "missing.md", ""]))
-def test_run_with_odd_parameters_is_refused_in_one_line_and_writes_nothing(tmp_path, capsys, pairs, notebook):
+RUN_ARGS = {"pairs": st.lists(st.tuples(st.sampled_from(["gama", "seed", "gamma", "fail", "", "--", "lr", "epochs"]),
+                                        st.sampled_from(NOT_A_VALUE)), min_size=1, max_size=3),
+            "notebook": st.sampled_from([str(TOY), "missing.md", ""])}
+
+
+def run_with_odd_parameters(tmp_path, capsys, pairs, notebook):
     out = tmp_path / "run"
     argv = ["run", notebook, "--out", str(out)] + [token for key, value in pairs for token in ("-p", key, value)]
     try:
@@ -53,9 +62,10 @@ def test_run_with_odd_parameters_is_refused_in_one_line_and_writes_nothing(tmp_p
     assert not out.exists()
 
 
-@FAST
-@given(document=documents, garbage=st.booleans(), command=st.sampled_from(["sweep", "prune", "posthoc"]))
-def test_random_sweep_and_study_files_are_refused_by_name(tmp_path, capsys, monkeypatch, document, garbage, command):
+FILE_ARGS = {"document": documents, "garbage": st.booleans(), "command": st.sampled_from(["sweep", "prune", "posthoc"])}
+
+
+def random_sweep_and_study_files(tmp_path, capsys, monkeypatch, document, garbage, command):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "configs" / "sweep.yaml"
     path.parent.mkdir(exist_ok=True)
@@ -76,10 +86,11 @@ json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.floats(allow_n
                            max_leaves=10)
 
 
-@FAST
-@given(metrics=st.one_of(json_values.map(json.dumps), st.binary(max_size=20).map(lambda b: b.decode("latin-1"))),
-       params=st.one_of(documents.map(yaml.safe_dump), st.just("{[: :")))
-def test_corrupt_result_folders_are_refused_naming_the_file(tmp_path, metrics, params):
+RESULT_ARGS = {"metrics": st.one_of(json_values.map(json.dumps), st.binary(max_size=20).map(lambda b: b.decode("latin-1"))),
+               "params": st.one_of(documents.map(yaml.safe_dump), st.just("{[: :"))}
+
+
+def corrupt_result_folders(tmp_path, metrics, params):
     run = tmp_path / "runs" / "a"
     run.mkdir(parents=True, exist_ok=True)
     (run / "metrics.json").write_text(metrics)
@@ -90,6 +101,14 @@ def test_corrupt_result_folders_are_refused_naming_the_file(tmp_path, metrics, p
         assert str(run) in str(error), f"the error does not name the file: {error}"
         return
     assert len(table) == 1 and table["run_dir"].tolist() == [str(run)]
+
+
+test_run_with_odd_parameters_is_refused_in_one_line_and_writes_nothing = fuzz(run_with_odd_parameters, **RUN_ARGS)
+test_random_sweep_and_study_files_are_refused_by_name = fuzz(random_sweep_and_study_files, **FILE_ARGS)
+test_corrupt_result_folders_are_refused_naming_the_file = fuzz(corrupt_result_folders, **RESULT_ARGS)
+test_run_with_odd_parameters_deeply = fuzz(run_with_odd_parameters, deep=True, **RUN_ARGS)
+test_random_sweep_and_study_files_deeply = fuzz(random_sweep_and_study_files, deep=True, **FILE_ARGS)
+test_corrupt_result_folders_deeply = fuzz(corrupt_result_folders, deep=True, **RESULT_ARGS)
 
 
 def test_the_fuzzed_readers_see_unfinished_folders(tmp_path):
