@@ -8,6 +8,7 @@ return float64 / int64 numpy arrays so that callers compute in float64.
 
 from __future__ import annotations
 
+import difflib
 import numbers
 
 import numpy as np
@@ -153,6 +154,13 @@ def check_real(
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum:g}, got {value:g}")
     return value
+
+
+def did_you_mean(name, known) -> str:
+    """The hint for a mistyped name: `` (did you mean 'gamma'?)`` when a close match exists
+    (``difflib``), else an empty string."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_choice(value, name: str, choices) -> str:

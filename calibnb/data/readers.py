@@ -72,11 +72,8 @@ def _unpickle(path: Path) -> dict:
     Read by :class:`_CifarUnpickler`; a file that is not such a batch is refused with a
     ``ValueError`` naming it.
     """
-    try:
-        with open(path, "rb") as f:
-            entry = _CifarUnpickler(f, encoding="bytes").load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
-        raise ValueError(f"{path} is not a CIFAR python batch (refused, nothing in it was run): {error}") from None
+    with reading(path, "a CIFAR python batch (refused, nothing in it was run)"), open(path, "rb") as f:
+        entry = _CifarUnpickler(f, encoding="bytes").load()
     if not isinstance(entry, dict):
         raise ValueError(f"{path} is not a CIFAR python batch: it holds a {type(entry).__name__}, not a dict")
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in entry.items()}

@@ -5,7 +5,7 @@ Shape and dtype checks are free; the value checks (finite logits, targets in ``[
 row spread) need the values on the host, so :func:`check_logits_targets` does them in one fused
 reduction and costs exactly one device-to-host synchronisation per call (on the CPU, four
 reads). ``validate=False`` skips them, for a training loop that checked its data once: such a
-loss reads nothing back to the host (:func:`host_free`).
+loss reads nothing back to the host (:func:`computes_host_free`).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def check_validate(validate: bool) -> bool:
     return validate
 
 
-def host_free(logits: Tensor, validate: bool) -> bool:
+def computes_host_free(logits: Tensor, validate: bool) -> bool:
     """Whether a loss must compute without reading values back to the host: when asked to
     (``validate=False``) and on every device but the CPU, where the branches that read a number
     (rare overflows and ties, handled apart) are free and faster."""

@@ -51,7 +51,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from calibnb.losses._common import host_free, per_sample_gradient, reduce
+from calibnb.losses._common import computes_host_free, per_sample_gradient, reduce
 
 #: ``log2(e)``: ``exp(x) = exp2(x log2(e))`` (:func:`softmax_parts`).
 LOG2_E = 1.0 / math.log(2.0)
@@ -192,10 +192,10 @@ def focal_family(
     alpha (z_t - mean_k z_k)``, whose gradient ``alpha (e_t - 1/K)`` needs no pass of its own.
     The reduction happens inside the fused function, which spares autograd a node. Takes
     validated float logits, int64 targets and a validated ``reduction``; ``validate=False``
-    computes without reading any value back to the host (:func:`calibnb.losses._common.host_free`).
+    computes without reading any value back to the host (:func:`calibnb.losses._common.computes_host_free`).
     """
     return _FocalFamily.apply(
-        logits, targets, rule, dual, brier, offset, smoothing, reduction, host_free(logits, validate)
+        logits, targets, rule, dual, brier, offset, smoothing, reduction, computes_host_free(logits, validate)
     )
 
 

@@ -26,6 +26,7 @@ from calibnb._validation import check_choice, check_n_bins, check_probs_labels, 
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
 from calibnb.losses.focal import INVERSE_GAMMA_MAX
+from calibnb.metrics.binning import mass_group_starts
 
 
 def adafocal_update(
@@ -182,12 +183,11 @@ class ValidationBinnedLoss(nn.Module):
 
 
 def _mass_edges(sorted_confidence: Tensor, n_bins: int) -> Tensor:
-    """:func:`calibnb.metrics.binning.mass_edges_sorted` as tensor operations: the group starts
-    follow from the sizes alone, so only the midpoints touch the values."""
-    n = sorted_confidence.shape[0]
-    q, r = divmod(n, n_bins)
-    starts = [j * q + min(j, r) for j in range(1, n_bins)]
-    inside = torch.tensor([s for s in starts if s < n], dtype=torch.long, device=sorted_confidence.device)
+    """:func:`calibnb.metrics.binning.mass_edges_sorted` where the confidences are: the group
+    starts (:func:`~calibnb.metrics.binning.mass_group_starts`) follow from the sample count
+    alone, so only the midpoints touch the values and nothing is read back."""
+    starts = mass_group_starts(sorted_confidence.shape[0], n_bins)
+    inside = torch.as_tensor(starts, dtype=torch.long).to(sorted_confidence.device)
     interior = torch.ones(n_bins - 1, dtype=torch.float64, device=sorted_confidence.device)
     interior[: len(inside)] = (sorted_confidence[inside - 1] + sorted_confidence[inside]) / 2.0
     zero = interior.new_zeros(1)

@@ -16,7 +16,7 @@ from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
 from calibnb.losses._common import (
-    check_logits_targets, check_reduction, check_validate, host_free, per_sample_gradient, reduce,
+    check_logits_targets, check_reduction, check_validate, computes_host_free, per_sample_gradient, reduce,
 )
 from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
 
@@ -84,7 +84,7 @@ def mmce_loss(
     width = check_real(width, "width", minimum=0.01)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction, host_free(logits, validate))
+    return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction, computes_host_free(logits, validate))
 
 
 class _CrossEntropyPlusMMCE(torch.autograd.Function):
@@ -93,13 +93,13 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str, on_device: bool
+        ctx, logits: Tensor, targets: Tensor, lam: float, width: float, reduction: str, host_free: bool
     ) -> Tensor:
         t = targets.unsqueeze(1)
         e, s, m, logp_t = softmax_parts(logits, t)  # p = e / s, with e = 1 at the row maximum m
-        predicted = logits.argmax(dim=1, keepdim=True) if on_device else row_argmax(logits, maximum=m)[1]
+        predicted = logits.argmax(dim=1, keepdim=True) if host_free else row_argmax(logits, maximum=m)[1]
         r = s.reciprocal_()  # the top-label confidence
-        of_confidences = mmce_with_gradient_on_device if on_device else mmce_with_gradient
+        of_confidences = mmce_with_gradient_on_device if host_free else mmce_with_gradient
         mmce, grad_r = of_confidences(r.view(-1), predicted.view(-1) == targets, width)
         penalty = lam * mmce
         ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, e

@@ -86,10 +86,15 @@ def inverse_focal_loss(
     still under-confident. ``gamma`` is at most :data:`INVERSE_GAMMA_MAX` (100): beyond it the
     weight leaves float32's range. ``validate``: see :func:`focal_loss`.
     """
-    gamma = check_real(gamma, "gamma", minimum=0.0, maximum=INVERSE_GAMMA_MAX)
+    gamma = check_inverse_gamma(gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction, validate=validate)
+
+
+def check_inverse_gamma(gamma: float) -> float:
+    """Validate inverse focal loss's ``gamma``: in ``[0, INVERSE_GAMMA_MAX]``."""
+    return check_real(gamma, "gamma", minimum=0.0, maximum=INVERSE_GAMMA_MAX)
 
 
 def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[tuple, tuple]:

@@ -23,7 +23,7 @@ from calibnb.losses.fcl import focal_calibration_loss
 from calibnb.losses.focal import (
     FLSD53_GAMMAS,
     FLSD_THRESHOLDS,
-    INVERSE_GAMMA_MAX,
+    check_inverse_gamma,
     check_schedule,
     cross_entropy,
     focal_loss,
@@ -99,7 +99,7 @@ class InverseFocalLoss(_Loss):
 
     def __init__(self, gamma: float = 1.0, reduction: str = "mean", validate: bool = True) -> None:
         super().__init__(reduction, validate)
-        self.gamma = check_real(gamma, "gamma", minimum=0.0, maximum=INVERSE_GAMMA_MAX)
+        self.gamma = check_inverse_gamma(gamma)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return inverse_focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)

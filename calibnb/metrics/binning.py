@@ -47,16 +47,23 @@ def bin_edges(confidences, n_bins: int = 15, binning: str = "width") -> np.ndarr
     return mass_edges_sorted(np.sort(conf), n_bins)
 
 
-def mass_edges_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarray:
-    """Equal-mass edges of already sorted confidences (no validation; see ``bin_edges``)."""
-    n = sorted_conf.shape[0]
+def mass_group_starts(n: int, n_bins: int) -> np.ndarray:
+    """The first sorted index of each equal-mass group 1..n_bins-1 that holds a sample: groups of
+    ``numpy.array_split``'s sizes (differing by at most one). They depend on ``n`` alone, so a
+    device implementation (AdaFocal's validation bins) reads only the values at these indices.
+    Increasing; groups left empty when ``n < n_bins`` are not listed."""
     q, r = divmod(n, n_bins)
     j = np.arange(1, n_bins)
-    starts = j * q + np.minimum(j, r)  # first index of groups 1..n_bins-1 (numpy.array_split)
-    inside = starts < n
+    starts = j * q + np.minimum(j, r)
+    return starts[starts < n]
+
+
+def mass_edges_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-mass edges of already sorted confidences (no validation; see ``bin_edges``):
+    midpoints between the groups of :func:`mass_group_starts`."""
+    s = mass_group_starts(sorted_conf.shape[0], n_bins)
     interior = np.ones(n_bins - 1)  # groups left empty when N < n_bins start at the top edge
-    s = starts[inside]
-    interior[inside] = (sorted_conf[s - 1] + sorted_conf[s]) / 2.0
+    interior[: len(s)] = (sorted_conf[s - 1] + sorted_conf[s]) / 2.0
     return np.concatenate(([0.0], interior, [1.0]))
 
 

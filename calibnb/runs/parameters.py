@@ -12,11 +12,12 @@ notebook) also has the values checked by ``TrainConfig.from_params``.
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import os
 import tempfile
 from pathlib import Path
+
+from .._validation import did_you_mean
 
 #: Declared default type → the value types a run may give instead (None declares "anything").
 _ACCEPTS = {bool: (bool,), int: (int,), float: (int, float), str: (str,), list: (list,),
@@ -62,8 +63,7 @@ def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict |
     declared = declared_parameters(notebook) if declared is None else declared
     for name, value in params.items():
         if name not in declared:
-            close = difflib.get_close_matches(str(name), declared, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f"; it declares {sorted(declared)}"
+            hint = did_you_mean(name, declared) or f"; it declares {sorted(declared)}"
             raise ValueError(f"unknown parameter {name!r} for {notebook}{hint}")
         default = declared[name]
         accepted = _ACCEPTS.get(type(default))

@@ -38,7 +38,6 @@ loses no finished run: the next call skips them and reruns only the unfinished o
 
 from __future__ import annotations
 
-import difflib
 import functools
 import itertools
 import os
@@ -50,6 +49,7 @@ import yaml
 from .execute import execute, is_finished, run_training
 from .parameters import check_parameters, declared_parameters
 from .naming import run_name
+from .._validation import did_you_mean
 
 EXECUTORS = ("inprocess", "local", "slurm")
 RUNNERS = ("notebook", "train")
@@ -103,8 +103,7 @@ def _unknown(keys, known, what: str, where: str) -> None:
     """Refuse the first key of ``keys`` outside ``known``, suggesting the close match."""
     unknown = [k for k in keys if k not in known]
     if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), known, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(unknown[0], known)
         raise ValueError(f"{where}: unknown key {unknown[0]!r} in {what}{hint}; it holds {list(known)}")
 
 
