@@ -36,3 +36,16 @@ def test_sweeps_carry_the_papers_hyper_parameters():
     fts = configs["fts_table1"]
     assert sorted({p["gamma"] for p in _select(fts, loss="focal_loss")}) == [1, 2, 3, 5, 7]
     assert len(runs.expand_grid(fts)) == 2 * (3 + 5) * 5
+
+
+def test_the_book_sweeps_epochs_override_the_cpu_recipe_as_the_results_page_says():
+    """nbs/results.md: Fashion-MNIST for 30 epochs, MNIST-1D for 60, overriding the cpu recipe's 6."""
+    from calibnb.train import RECIPES
+
+    configs = {p.stem: p for p in CONFIGS}
+    assert RECIPES["cpu"].epochs == 6
+    for stem, epochs in (("fashion_mnist_cpu", 30), ("mnist1d_cpu", 60)):
+        runs_ = runs.expand_grid(configs[stem])
+        assert {p["recipe"] for p in runs_} == {"cpu"} and {p["epochs"] for p in runs_} == {epochs}
+        recipe = TrainConfig.from_params(**{**runs_[0], "device": "cpu"}).resolved_recipe
+        assert recipe.epochs == epochs and recipe.milestones == tuple(round(m * epochs / 6) for m in (3, 5))

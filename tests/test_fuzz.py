@@ -45,8 +45,16 @@ def outcome(call, *names) -> str:
         return "clear error"
     except NotFittedError:
         return "clear error"
+    assert finite_result(result), f"non-finite result {result!r}"
+    return "finite result"
+
+
+def finite_result(result) -> bool:
+    """Whether every number in ``result`` (a tensor, array, dict of numbers, DataFrame, or a
+    tuple/list of them) is finite; a reliability table's NaN for an empty bin is by design."""
     values = result if isinstance(result, (tuple, list)) else [result]
     for value in values:
+        nan_allowed = hasattr(value, "columns") and "count" in value.columns
         if isinstance(value, torch.Tensor):
             value = value.detach().double().numpy()
         if isinstance(value, dict):
@@ -54,14 +62,9 @@ def outcome(call, *names) -> str:
         if hasattr(value, "to_numpy"):
             value = value.select_dtypes("number").to_numpy(dtype=float)
         array = np.asarray(value, dtype=float)
-        assert np.isfinite(array[~np.isnan(array)] if _nan_allowed(result) else array).all(), \
-            f"non-finite result {result!r}"
-    return "finite result"
-
-
-def _nan_allowed(result) -> bool:
-    """A reliability table marks empty bins with NaN accuracy/confidence by design."""
-    return hasattr(result, "columns") and "count" in getattr(result, "columns", [])
+        if not np.isfinite(array[~np.isnan(array)] if nan_allowed else array).all():
+            return False
+    return True
 
 
 # ---- inputs ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from test_fuzz import finite_result
 
 from calibnb import calibration, losses, metrics
 from calibnb.data import augment, train_val_split
@@ -69,19 +70,6 @@ SWEEP = [(label, call, parameter, kind) for label, call, parameters in CASES for
          for kind in ODD]
 
 
-def finite(result) -> bool:
-    values = result if isinstance(result, (list, tuple)) else [result]
-    for value in values:
-        if isinstance(value, dict):
-            value = [v for v in value.values() if isinstance(v, (int, float))]
-        if hasattr(value, "select_dtypes"):
-            value = value.select_dtypes("number").to_numpy(dtype=float)
-            value = value[~np.isnan(value)]  # a reliability table marks empty bins with NaN
-        if not np.isfinite(np.asarray(value, dtype=float)).all():
-            return False
-    return True
-
-
 @pytest.mark.parametrize("label, call, parameter, kind", SWEEP,
                          ids=[f"{label}-{parameter}-{kind}" for label, _, parameter, kind in SWEEP])
 def test_an_odd_hyperparameter_is_refused_by_name_or_gives_a_finite_answer(label, call, parameter, kind):
@@ -93,4 +81,4 @@ def test_an_odd_hyperparameter_is_refused_by_name_or_gives_a_finite_answer(label
         assert parameter in str(error), f"{label}: the error does not name {parameter!r}: {error}"
         return
     assert kind not in ("nan", "bool"), f"{label} accepted {parameter}={ODD[kind]!r}"
-    assert finite(result), f"{label}: {parameter}={ODD[kind]!r} gave a non-finite answer"
+    assert finite_result(result), f"{label}: {parameter}={ODD[kind]!r} gave a non-finite answer"
