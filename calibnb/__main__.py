@@ -6,15 +6,20 @@
     python -m calibnb fetch fashion-mnist      # what `make data` runs: find or fetch the data
     python -m calibnb posthoc configs/studies/cifar_posthoc.yaml   # the post-hoc study (calibnb.runs.posthoc)
 
-``-p KEY VALUE`` values are read as YAML scalars (``5`` is an int, ``0.5`` a float, ``true`` a
-bool), as papermill does; ``-y`` takes a YAML mapping as a string and ``-f`` a YAML file;
-later options override earlier ones. Without ``--out`` a run goes to
-``runs/<calibnb.runs.run_name(params)>``. ``prune`` applies a sweep file's ``select`` section
+``-p KEY VALUE`` values are read as YAML 1.2 scalars (``5`` is an int, ``0.5`` a float, ``true`` a
+bool, ``010`` is 10 and ``2:30`` a string); ``-y`` takes a YAML mapping as a string and ``-f`` a
+YAML file; every one is read by :mod:`calibnb.runs.strict_yaml` (a duplicate key, an anchor or
+alias is refused). Later options override earlier ones. Without ``--out`` a run goes to
+``runs/<calibnb.runs.run_name(...)>`` of its canonical parameters, so a run has one folder however
+its parameters were spelled. A folder that holds another run is refused; ``--force`` replaces it
+once the new run has succeeded. ``prune`` applies a sweep file's ``select`` section
 (``{by, params, metric}`` of :func:`calibnb.runs.select_by_validation`) with
 :func:`calibnb.runs.prune_unselected`.
 
-A mistake of the user (an unknown or mistyped parameter, a bad file, a failing notebook cell)
-prints one line ``error: …`` on stderr and exits with status 2; ``--debug`` shows the traceback.
+A mistake of the user (an unknown or mistyped parameter, a bad file, a failing notebook cell, a
+failed run of a sweep, a folder that cannot be written) prints one line ``error: …`` on stderr and
+exits with status 2; Ctrl-C or SIGTERM prints ``error: interrupted`` and exits with 130 (143),
+after every temporary file was removed; ``--debug`` shows the traceback.
 ``run`` checks the parameters against the notebook's ``parameters`` cell before anything runs
 (:func:`calibnb.runs.parameters.check_parameters`).
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -43,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="parameters from a YAML file")
     run.add_argument("--out", type=Path, help="the run folder (default runs/<run name>)")
     run.add_argument("--root", type=Path, default=Path("runs"), help="parent of the default run folder")
+    run.add_argument("--force", action="store_true",
+                     help="replace a run folder that holds another run, once this run has succeeded")
 
     sweep = commands.add_parser("sweep", help="run every unfinished run of a sweep file")
     sweep.add_argument("config", type=Path)
@@ -53,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         "prune", help="reduce the runs that lose the sweep's validation selection to their validation part"
     )
     prune.add_argument("config", type=Path, help="a sweep file with a 'select' section")
+    prune.add_argument("--dry-run", action="store_true", help="list what would be pruned, delete nothing")
 
     fetch = commands.add_parser(
         "fetch", help="find each data set where load_dataset looks, else fetch it into the cache"
@@ -69,9 +78,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _mapping(text: str, what: str) -> dict:
-    data = yaml.safe_load(text) or {}
+    from calibnb.runs.strict_yaml import load_yaml
+
+    data = load_yaml(text, what)
+    if data is None:
+        return {}
     if not isinstance(data, dict):
-        raise ValueError(f"{what} must be a YAML mapping")
+        raise ValueError(f"{what} must be a YAML mapping, got {data!r}"[:200])
     return data
 
 
@@ -89,28 +102,55 @@ def _user_errors() -> tuple:
 
     from calibnb.data import FetchError
 
-    return (ValueError, TypeError, FileNotFoundError, FetchError, yaml.YAMLError,
-            papermill.PapermillExecutionError)
+    from calibnb.runs.sweep import RunsFailed
+
+    return (ValueError, TypeError, OSError, FetchError, yaml.YAMLError, FloatingPointError,
+            papermill.PapermillExecutionError, RunsFailed)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is so that every ``finally`` (temporary files, locks,
+    staging folders, worker pools) runs, as for Ctrl-C."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; a user's mistake prints ``error: …`` on stderr and returns 2 (the
-    traceback only with ``--debug``)."""
+    traceback only with ``--debug``); Ctrl-C returns 130 and SIGTERM 143."""
     args = _parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _command(args)
+    except KeyboardInterrupt as interrupt:
+        if args.debug:
+            raise
+        print("error: interrupted" + (" (SIGTERM)" if isinstance(interrupt, Terminated) else ""), file=sys.stderr)
+        return 143 if isinstance(interrupt, Terminated) else 130
     except _user_errors() as error:
         if args.debug:
             raise
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(error: BaseException) -> str:
     evalue = getattr(error, "evalue", None)  # a notebook cell failed (papermill)
     if evalue is not None:
-        return f"the notebook failed in cell {error.exec_count}: {error.ename}: {evalue}"
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"the notebook failed in cell {error.exec_count}: {error.ename}: {_first(evalue)}"
+    if isinstance(error, OSError) and error.strerror:  # read-only, disk full, not a folder, ...
+        where = " ".join(repr(str(f)) for f in (error.filename, error.filename2) if f)
+        return f"{error.strerror}: {where}" if where else error.strerror
+    return _first(str(error)) or type(error).__name__
+
+
+def _first(text: str) -> str:
+    text = str(text).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _command(args) -> int:
@@ -130,24 +170,24 @@ def _command(args) -> int:
     from calibnb import runs
 
     if args.command == "run":
+        from calibnb.runs.strict_yaml import load_yaml, read_yaml
+
         params: dict = {}
         for path in args.file:
-            params.update(_mapping(path.read_text(), f"parameter file {path}"))
+            params.update(read_yaml(path))
         for text in args.yaml:
             params.update(_mapping(text, "-y"))
         for key, value in args.parameter:
-            params[key] = yaml.safe_load(value)
-        out = args.out or args.root / runs.run_name(params)
-        print(runs.execute(args.notebook, params, out))
+            params[key] = load_yaml(value, f"-p {key}")
+        if args.out is None:
+            canonical, declared = runs.canonical_parameters(args.notebook, params)
+            args.out = args.root / runs.run_name(canonical, declared)
+        print(runs.execute(args.notebook, params, args.out, force=args.force))
         return 0
 
     if args.command == "prune":
-        config = runs.load_config(args.config)
-        select = config.get("select")
-        if not isinstance(select, dict) or "by" not in select or "params" not in select:
-            raise ValueError(f"{args.config} has no 'select' section with 'by' and 'params'")
-        for folder in runs.prune_unselected(config["out_root"], **select):
-            print(f"pruned  {folder}")
+        for folder in runs.prune_sweep(args.config, dry_run=args.dry_run):
+            print(f"{'would prune' if args.dry_run else 'pruned'}  {folder}")
         return 0
 
     plan = runs.plan(args.config)

@@ -94,6 +94,28 @@ def check_logits(logits, name: str = "logits") -> np.ndarray:
     return _real_matrix(logits, name).astype(np.float64, copy=False)
 
 
+def check_logits_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a ``(logits, labels)`` pair (:func:`check_logits`, :func:`check_labels`, one label
+    per logit row); return ``(float64 logits, int64 labels)``."""
+    z = check_logits(logits, "logits")
+    y = to_numpy(labels, "labels")
+    if y.ndim == 1 and y.shape[0] != z.shape[0]:
+        raise ValueError(f"labels has {y.shape[0]} entries but logits has {z.shape[0]} rows")
+    return z, check_labels(y, z.shape[0], z.shape[1], "labels")
+
+
+def check_n_classes(logits: np.ndarray, n_classes: int, name: str, expected_by: str) -> np.ndarray:
+    """Refuse validated ``logits`` whose number of classes (columns) is not ``n_classes``.
+
+    Logits of another class count would be scored or calibrated without error and mean nothing
+    (a temperature fitted on 5 classes applied to 7). The message reads ``f"{name} have 7
+    classes but {expected_by} 5"``, e.g. ``expected_by="the calibrator was fitted on"``.
+    """
+    if logits.shape[1] != n_classes:
+        raise ValueError(f"{name} have {logits.shape[1]} classes but {expected_by} {n_classes}")
+    return logits
+
+
 def _real_matrix(x, name: str) -> np.ndarray:
     """A finite real ``(N, K)`` array with N >= 1 and K >= 2, in its own dtype."""
     arr = to_numpy(x, name)
@@ -110,13 +132,15 @@ def _real_matrix(x, name: str) -> np.ndarray:
     return arr
 
 
-def check_int(value, name: str, minimum: int | None = None) -> int:
-    """Validate an integer hyper-parameter (bools are rejected) with an optional lower bound."""
+def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Validate an integer hyper-parameter (bools are rejected) with optional bounds."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 

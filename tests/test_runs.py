@@ -59,6 +59,26 @@ def test_run_name_is_readable_stable_and_ignores_execution_keys():
     assert runs.run_name(dict(reversed(params.items()))) == name
     assert runs.run_name({**params, "gamma": 5}) != name
     assert runs.run_name({"seed": 1}).startswith("run-")
+    assert runs.run_name({**params, "gamma": 3.0}) == name  # numbers compare by value
+
+
+def test_equal_runs_get_equal_names_however_they_are_spelled():
+    """Issue 25: the same run landed in run-44136fa3, run-a4bbadc1-seed1 or cross_entropy-ca1ba14e
+    depending on which defaults were spelled out; gamma and loss_params.gamma hashed differently."""
+    notebook = Path(__file__).parents[1] / "nbs" / "train.md"
+
+    def name(params):
+        return runs.run_name(*runs.canonical_parameters(notebook, params))
+
+    default = name({})
+    assert default == name({"seed": 1}) == name({"loss": "cross_entropy", "dataset": "fashion-mnist", "device": "cuda"})
+    assert default.startswith("fashion_mnist-mlp-cross_entropy-") and default.endswith("-seed1")
+    focal = name({"loss": "focal_loss", "gamma": 3})
+    assert focal == name({"loss": "focal_loss", "loss_params": {"gamma": 3.0}}) == name(
+        {"loss": "focal_loss", "gamma": 3, "loss_params": {"gamma": 3}})
+    assert len({default, focal, name({"loss": "focal_loss", "gamma": 5}), name({"seed": 2})}) == 4
+    with pytest.raises(ValueError, match=r"gamma is given twice with two values: gamma = 3 and loss_params.gamma = 5"):
+        name({"loss": "focal_loss", "gamma": 3, "loss_params": {"gamma": 5}})
 
 
 def test_expand_grid_pools_products_and_drops_duplicates(tmp_path):
@@ -75,7 +95,9 @@ def test_expand_grid_pools_products_and_drops_duplicates(tmp_path):
     expanded = runs.expand_grid(config)
     assert len(expanded) == 5
     assert all(p["epochs"] == 2 for p in expanded)
-    assert expanded[-1] == {"epochs": 2, "loss": "dual_focal_loss", "gamma": 5, "seed": 1}
+    # canonical: the notebook's declared defaults filled in
+    assert expanded[-1] == {"dataset": "toy", "model": "none", "fail": False, "epochs": 2,
+                            "loss": "dual_focal_loss", "gamma": 5, "seed": 1}
 
 
 @pytest.mark.parametrize(
@@ -97,7 +119,7 @@ def test_config_paths_resolve_against_the_repository_root(tmp_path):
     assert config["out_root"] == str(tmp_path / "runs" / "s")
     with pytest.raises(ValueError, match="missing the key 'grid'"):
         runs.expand_grid({"notebook": "x", "out_root": "y"})
-    with pytest.raises(ValueError, match="executor must be one of"):
+    with pytest.raises(ValueError, match="executor name must be one of"):
         runs.sweep({"notebook": str(TOY), "out_root": str(tmp_path), "grid": {"seed": 1}}, executor="cloud")
 
 
@@ -144,7 +166,9 @@ def test_execute_writes_a_complete_run_folder(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [
         "logits_test.npz", "metrics.json", "params.yaml", "toy_run.ipynb", "version.json"]
     params = yaml.safe_load((folder / "params.yaml").read_text())
-    assert params == {"seed": 3, "gamma": 2.0}  # the folder's location is not a parameter
+    # the canonical parameters; the folder's location is not a parameter
+    assert params == {"dataset": "toy", "model": "none", "loss": "cross_entropy", "gamma": 2.0, "seed": 3,
+                      "fail": False, "epochs": 1}
     assert json.loads((folder / "metrics.json").read_text())["test"]["pre"]["ece"] == 0.05
     assert "calibnb" in json.loads((folder / "version.json").read_text())
 

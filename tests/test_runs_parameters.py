@@ -118,18 +118,15 @@ def test_every_committed_sweep_file_passes_its_schema():
     assert counts["dfl_table1.yaml"] == 64  # a GPU sweep is checked on a machine without one
 
 
-def test_resuming_a_run_with_other_parameters_is_refused(tmp_path):
-    from calibnb.runs.execute import refuse_changed_resume
+def test_a_folder_holding_another_run_is_refused_before_anything_is_written(tmp_path):
     import yaml
+
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"loss": "focal_loss", "gamma": 3.0, "seed": 1,
                                                           "device": "cuda"}))
-    refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 3.0, "seed": 1, "resume": True})
-    refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 5.0, "seed": 1})  # no resume: a fresh run
-    with pytest.raises(ValueError, match=r"cannot resume .*gamma: 3.0 -> 5.0, seed: 1 -> 2"):
-        refuse_changed_resume(tmp_path, {"loss": "focal_loss", "gamma": 5.0, "seed": 2, "resume": True})
-    with pytest.raises(ValueError, match=r"cannot resume .*epochs: None -> 3"):
-        run_training({"epochs": 3, "resume": True, "loss": "focal_loss", "gamma": 3.0, "seed": 1},
-                     tmp_path)
+    before = (tmp_path / "params.yaml").read_text()
+    with pytest.raises(ValueError, match=r"holds another run .*epochs: None -> 3; gamma: 3.0 -> 5.0"):
+        run_training({"epochs": 3, "loss": "focal_loss", "gamma": 5.0, "seed": 1}, tmp_path)
+    assert (tmp_path / "params.yaml").read_text() == before and sorted(tmp_path.iterdir()) == [tmp_path / "params.yaml"]
 
 
 def test_a_corrupt_result_file_is_named(tmp_path):

@@ -24,14 +24,17 @@ from .methods import (FAMILIES, label_methods, method_family, method_label, meth
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import (METRICS, adafocal_updates, histories, load_results, pooled_logits, prune_unselected,
                       run_of, select_by_validation, select_runs)
-from .sweep import describe, expand_grid, load_config, plan, sweep
+from .parameters import canonical_parameters
+from .sweep import RunsFailed, describe, expand_grid, load_config, plan, prune_sweep, sweep
 
 __all__ = [
     "EXECUTION_KEYS",
     "FAMILIES",
+    "RunsFailed",
     "METRICS",
     "adafocal_updates",
     "atomic_path",
+    "canonical_parameters",
     "code_version",
     "describe",
     "execute",
@@ -54,6 +57,7 @@ __all__ = [
     "run_training",
     "save_logits",
     "save_npz",
+    "prune_sweep",
     "prune_unselected",
     "select_by_validation",
     "select_runs",

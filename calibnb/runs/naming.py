@@ -1,14 +1,13 @@
-"""Where a run lives: one folder per parameter set, named so a person can read it."""
+"""Where a run lives: one folder per run, named from its canonical parameters so a person can read it
+and equal runs always meet in the same folder."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 
-#: Parameters that say *how* or *where* a run executes, not *what* it computes; they do not
-#: change a run's identity (its folder name), so a run finished on a GPU is not redone on a CPU.
-EXECUTION_KEYS = frozenset({"out_dir", "device", "num_workers", "progress", "compile", "resume", "log_every", "verify_data"})
+from ..train.config import EXECUTION_KEYS, parameters_hash
+
+__all__ = ["EXECUTION_KEYS", "fingerprint", "identity", "run_name"]
 
 
 def identity(params: dict) -> dict:
@@ -16,18 +15,30 @@ def identity(params: dict) -> dict:
     return {k: v for k, v in sorted(params.items()) if k not in EXECUTION_KEYS}
 
 
-def run_name(params: dict) -> str:
+def fingerprint(params: dict, defaults: dict | None = None) -> str:
+    """The sha256 of the run's identity parameters that differ from ``defaults``.
+
+    Leaving out the values equal to their defaults makes the fingerprint of a run the same
+    whether its defaults were spelled out or not, and keeps it unchanged when a new parameter
+    (with a default) is added to the notebook. Numbers compare by value: ``3`` and ``3.0`` are
+    one γ.
+    """
+    defaults = defaults or {}
+    return parameters_hash({k: v for k, v in identity(params).items()
+                            if k not in defaults or parameters_hash({k: defaults[k]}) != parameters_hash({k: v})})
+
+
+def run_name(params: dict, defaults: dict | None = None) -> str:
     """A readable, unique folder name: ``<dataset>-<model>-<loss>-<hash>-seed<seed>``.
 
-    Missing parts are left out (``run-<hash>`` when there is no dataset, model or loss).
-
-    The 8-hex-digit hash covers every identity parameter, so two runs that differ in any of
-    them (γ, λ, epochs, ...) never share a folder, and the same parameters always map to the
-    same folder (which is how a sweep recognises finished runs).
+    ``params`` are a run's canonical parameters and ``defaults`` the notebook's declared ones
+    (:func:`calibnb.runs.parameters.canonical_parameters` gives both), so the same run gets the
+    same name however it was spelled. Missing parts are left out (``run-<hash>`` when there is
+    no dataset, model or loss). The 8-hex-digit hash is :func:`fingerprint`'s: two runs that
+    differ in any identity parameter (γ, λ, epochs, ...) never share a folder.
     """
-    ident = identity(params)
-    digest = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
-    parts = [str(ident.get(key, "")) for key in ("dataset", "model", "loss")]
+    merged = {**(defaults or {}), **params}
+    parts = [str(merged.get(key) or "") for key in ("dataset", "model", "loss")]
     stem = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", p) for p in parts if p) or "run"
-    seed = ident.get("seed")
-    return f"{stem}-{digest[:8]}" + (f"-seed{seed}" if seed is not None else "")
+    seed = merged.get("seed")
+    return f"{stem}-{fingerprint(params, defaults)[:8]}" + (f"-seed{seed}" if seed is not None else "")

@@ -71,13 +71,70 @@ def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict |
         if accepted and (not isinstance(value, accepted) or wrong_bool):
             raise ValueError(f"parameter {name!r} for {notebook} must be a {type(default).__name__} "
                              f"like its default {default!r}, got {value!r}")
-    full = {**declared, **params}
+    # where the run writes is the run folder's business (calibnb.runs.execute), not the run's
+    full = {k: v for k, v in {**declared, **params}.items() if k != "out_dir"}
     if _is_training_notebook(declared):
+        full = _flat_loss_params(full)
         try:
             check_training_parameters(full)
         except (TypeError, ValueError) as error:
             raise ValueError(f"parameters for {notebook}: {error}") from None
     return full
+
+
+def canonical_parameters(notebook: str | os.PathLike, params: dict) -> tuple[dict, dict]:
+    """``(canonical, declared)``: the run's parameters as :func:`check_parameters` accepts them,
+    every declared default filled in and ``loss_params``' γ, λ, α written flat (``gamma``), and
+    the notebook's declared defaults. Two spellings of one run give equal canonical parameters,
+    hence one run folder (:func:`calibnb.runs.run_name`)."""
+    declared = declared_parameters(notebook)
+    return check_parameters(notebook, params, declared), declared
+
+
+def training_defaults() -> dict:
+    """The training notebook's declared parameters, from :class:`calibnb.train.TrainConfig`: its
+    fields' defaults and the flat loss parameters (``gamma``, ``lam``, ``alpha``: None)."""
+    from dataclasses import MISSING, fields
+
+    from ..train import TrainConfig
+    from ..train.config import FLAT_LOSS_PARAMS
+
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(TrainConfig)}
+    return {**defaults, **dict.fromkeys(FLAT_LOSS_PARAMS)}
+
+
+def canonical_training_parameters(params: dict) -> dict:
+    """The canonical form (see :func:`canonical_parameters`) of training parameters given without a
+    notebook (the ``train`` runner), checked by :func:`check_training_parameters`."""
+    defaults = training_defaults()
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        hint = did_you_mean(unknown[0], defaults) or ""
+        raise ValueError(f"unknown training parameter {unknown[0]!r}{hint}")
+    full = _flat_loss_params({**defaults, **params})
+    check_training_parameters(full)
+    return full
+
+
+def _flat_loss_params(params: dict) -> dict:
+    """``params`` with ``loss_params``' γ, λ, α moved to the flat names; the same parameter given
+    both ways with two values is refused, naming both."""
+    from ..train.config import FLAT_LOSS_PARAMS
+
+    loss_params = params.get("loss_params")
+    if not isinstance(loss_params, dict):
+        return params  # TrainConfig refuses it, naming loss_params
+    params, loss_params = dict(params), dict(loss_params)
+    for name in FLAT_LOSS_PARAMS:
+        if name not in loss_params:
+            continue
+        nested = loss_params.pop(name)
+        if params.get(name) is not None and nested is not None and params[name] != nested:
+            raise ValueError(f"{name} is given twice with two values: {name} = {params[name]!r} and "
+                             f"loss_params.{name} = {nested!r}; give it once")
+        params[name] = nested if nested is not None else params.get(name)
+    params["loss_params"] = loss_params
+    return params
 
 
 def check_training_parameters(params: dict) -> None:

@@ -42,12 +42,12 @@ import functools
 import itertools
 import os
 import re
+import warnings
 from pathlib import Path
 
-import yaml
-
-from .execute import execute, is_finished, run_training
+from .execute import execute, is_finished, is_pruned, run_training
 from .parameters import check_parameters, declared_parameters
+from .strict_yaml import read_yaml
 from .naming import run_name
 from .._validation import did_you_mean
 
@@ -56,15 +56,15 @@ RUNNERS = ("notebook", "train")
 
 
 def load_config(config: str | os.PathLike | dict) -> dict:
-    """Read a sweep file (or take a dict) and resolve its relative paths."""
+    """Read a sweep file (or take a dict) and resolve its relative paths.
+
+    The file is read by :func:`calibnb.runs.strict_yaml.read_yaml`: YAML 1.2 scalars, and a
+    duplicate key, an anchor or alias is refused, naming the file and the line.
+    """
     if isinstance(config, dict):
         return dict(config)
     path = Path(config)
-    if not path.is_file():
-        raise ValueError(f"config file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"config file {str(path)!r} must hold a mapping")
+    data = read_yaml(path)  # strict: YAML 1.2 scalars, no duplicate keys, no aliases
     folder = path.resolve().parent
     configs = next((f for f in (folder, *folder.parents) if f.name == "configs"), None)
     base = configs.parent if configs else folder
@@ -125,8 +125,7 @@ def check_sweep_file(config: dict, where: str = "config") -> None:
     executor = config.get("executor") or {}
     if not isinstance(executor, dict):
         raise ValueError(f"{where}: executor must be a mapping (name: and submitit's parameters), got {executor!r}")
-    if executor.get("name", "inprocess") not in EXECUTORS:
-        raise ValueError(f"{where}: executor name must be one of {list(EXECUTORS)}, got {executor['name']!r}")
+    check_executor(executor.get("name", "inprocess"), {k: v for k, v in executor.items() if k != "name"}, where)
     if "select" in config:
         select = config["select"]
         if not isinstance(select, dict):
@@ -147,34 +146,67 @@ def check_sweep_file(config: dict, where: str = "config") -> None:
 
 
 def expand_grid(config: str | os.PathLike | dict) -> list[dict]:
-    """Every run's parameters, in a stable order, without duplicates.
+    """Every run's canonical parameters, in a stable order, without duplicates.
 
     The sweep file is schema-checked first (:func:`check_sweep_file`): a key outside
     :data:`SWEEP_KEYS` (or :data:`SELECT_KEYS` in ``select``) is refused, and
-    every run's parameters (``params`` and ``grid`` names and value types) are checked against
-    the notebook's ``parameters`` cell (:func:`calibnb.runs.parameters.check_parameters`); each
-    error names the file.
+    every run's parameters (``params`` and ``grid`` names and value types, and for the training
+    notebook their values and nested keys) are checked against the notebook's ``parameters``
+    cell and put in canonical form (:func:`calibnb.runs.parameters.check_parameters`: defaults
+    filled in, ``loss_params.gamma`` written ``gamma``), so two spellings of one run are one run;
+    each error names the file.
     """
+    return [params for params, _ in _canonical_runs(config)[1]]
+
+
+def _canonical_runs(config) -> tuple[dict, list[tuple[dict, str]]]:
+    """``(config, [(canonical params, run name), ...])`` of a sweep file, checked."""
     where = str(config) if isinstance(config, (str, os.PathLike)) else "config"
     config = load_config(config)
     check_sweep_file(config, where)
     try:
-        runs = _expand(config)
+        grid = _expand(config)
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     declared = declared_parameters(config["notebook"])
-    for params in runs:
+    runs, seen = [], set()
+    for params in grid:
         try:
-            check_parameters(config["notebook"], params, declared)
+            params = check_parameters(config["notebook"], params, declared)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{where}: {error}") from None
-    return runs
+        name = run_name(params, declared)
+        if name not in seen:
+            seen.add(name)
+            runs.append((params, name))
+    if config.get("select"):
+        _check_selection(config["select"], [p for p, _ in runs], declared, where)
+    return config, runs
+
+
+def _check_selection(select: dict, runs: list[dict], declared: dict, where: str) -> None:
+    """The ``select`` section names parameters the notebook declares, and ``among`` names values
+    that its ``by`` column takes in this sweep (``among: [focal_los]`` would select nothing)."""
+    by = [select["by"]] if isinstance(select["by"], str) else select["by"]
+    for key, names in (("by", by), ("params", select["params"])):
+        for name in names:
+            if name not in declared:
+                raise ValueError(f"{where}: select.{key} names {name!r}, which is no parameter of the "
+                                 f"notebook{did_you_mean(name, declared)}")
+    if select.get("among") is not None:
+        if len(by) != 1:
+            raise ValueError(f"{where}: select.among needs a single select.by column, got {by}")
+        values = {p[by[0]] for p in runs}
+        for value in select["among"]:
+            if value not in values:
+                raise ValueError(f"{where}: select.among names {value!r}, but no run of the sweep has "
+                                 f"{by[0]} = {value!r}{did_you_mean(str(value), [str(v) for v in values])}")
 
 
 def _expand(config: dict) -> list[dict]:
     shared = config.get("params") or {}
     grids = config["grid"] if isinstance(config["grid"], list) else [config["grid"]]
-    runs, seen = [], set()
+    runs = []
     for grid in grids:
         if not isinstance(grid, dict) or not grid:
             raise ValueError(f"each grid must be a non-empty mapping, got {grid!r}")
@@ -182,20 +214,30 @@ def _expand(config: dict) -> list[dict]:
         empty = [k for k, v in axes.items() if not v]
         if empty:
             raise ValueError(f"grid dimension {empty[0]!r} is an empty list")
-        for values in itertools.product(*axes.values()):
-            params = {**shared, **dict(zip(axes, values))}
-            name = run_name(params)
-            if name not in seen:
-                seen.add(name)
-                runs.append(params)
+        runs += [{**shared, **dict(zip(axes, values))} for values in itertools.product(*axes.values())]
     return runs
 
 
 def plan(config: str | os.PathLike | dict) -> list[tuple[dict, Path, bool]]:
-    """``(params, run folder, finished?)`` for every run of the sweep (schema-checked first)."""
-    runs = expand_grid(config)
-    root = Path(load_config(config)["out_root"])
-    return [(params, root / run_name(params), is_finished(root / run_name(params))) for params in runs]
+    """``(params, run folder, finished?)`` for every run of the sweep (schema-checked first).
+
+    A run whose test data ``prune`` removed counts as unfinished again when the sweep's selection
+    now chooses it (new runs can change which setting wins), so the sweep regenerates it.
+    """
+    config, runs = _canonical_runs(config)
+    root = Path(config["out_root"])
+    done = [is_finished(root / name) for _, name in runs]
+    pruned = [i for i, (_, name) in enumerate(runs) if done[i] and is_pruned(root / name)]
+    if pruned and config.get("select"):
+        from .results import load_results, select_by_validation
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unfinished runs are this plan's own business
+            table = load_results(root)
+        chosen = {Path(d).name for d in select_by_validation(table, **config["select"])["run_dir"]}
+        for i in pruned:
+            done[i] = done[i] and runs[i][1] not in chosen
+    return [(params, root / name, finished) for (params, name), finished in zip(runs, done)]
 
 
 def sweep(
@@ -208,51 +250,97 @@ def sweep(
 
     ``executor`` is ``"inprocess"`` (default), ``"local"`` or ``"slurm"``; extra keyword
     arguments (``timeout_min``, ``slurm_partition``, ``gpus_per_node``, ...) are passed to
-    ``submitit.AutoExecutor.update_parameters`` and override the file's ``executor`` section.
+    ``submitit.AutoExecutor.update_parameters`` and override the file's ``executor`` section;
+    names submitit does not know are refused before anything runs (:func:`check_executor`).
     With ``dry_run=True`` nothing runs. Failed runs are reported together at the end in one
-    ``RuntimeError``, after every other run had its chance.
+    :class:`RunsFailed`, naming each run and where its log is, after every other run had its chance.
     """
     config = load_config(config)
     defaults = dict(config.get("executor") or {})
     name = executor or defaults.pop("name", "inprocess")
-    if name not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
-    runner = config.get("runner", "notebook")
-    if runner not in RUNNERS:
-        raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
+    defaults.pop("name", None)
+    options = {**defaults, **executor_params}
+    check_executor(name, options, "sweep")
     runs = plan(config)
     todo = [(params, folder) for params, folder, done in runs if not done]
     if dry_run or not todo:
         return [folder for _, folder, _ in runs]
 
-    run = functools.partial(execute, config["notebook"]) if runner == "notebook" else run_training
+    run = functools.partial(execute, config["notebook"]) if config.get("runner", "notebook") == "notebook" \
+        else run_training
     failures = []
     if name == "inprocess":
         for params, folder in todo:
             try:
                 run(params, folder)
             except Exception as exc:  # keep going: one bad run must not stop the sweep
-                failures.append((folder, exc))
+                failures.append((folder, exc, folder / "failed.ipynb"))
     else:
         import submitit
 
-        pool = submitit.AutoExecutor(
-            folder=Path(config["out_root"]) / "_submitit", cluster=name
-        )
-        defaults.pop("name", None)
-        pool.update_parameters(**{**defaults, **executor_params})
+        try:
+            pool = submitit.AutoExecutor(folder=Path(config["out_root"]) / "_submitit", cluster=name)
+        except RuntimeError as error:  # submitit: 'Could not detect "srun"'
+            raise ValueError(f"executor {name!r} cannot run here: {error}") from None
+        pool.update_parameters(**options)
         jobs = pool.map_array(run, [p for p, _ in todo], [f for _, f in todo])
         for job, (_, folder) in zip(jobs, todo):
             try:
                 job.result()
             except Exception as exc:
-                failures.append((folder, exc))
+                failures.append((folder, exc, job.paths.stderr))
     if failures:
-        lines = "\n".join(f"  {folder.name}: {_first_line(exc)}" for folder, exc in failures)
-        raise RuntimeError(f"{len(failures)} of {len(todo)} runs failed:\n{lines}")
+        raise RunsFailed(failures, len(todo))
     return [folder for _, folder, _ in runs]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+class RunsFailed(RuntimeError):
+    """Some runs of a sweep failed; the message names each (its folder, first error line, log)."""
+
+    def __init__(self, failures: list, total: int):
+        self.failures = failures
+        runs = "; ".join(f"{folder.name}: {_first_line(exc)} (log: {log})" for folder, exc, log in failures)
+        super().__init__(f"{len(failures)} of {total} runs failed: {runs}")
+
+
+def check_executor(name: str, options: dict, where: str) -> None:
+    """Refuse an executor name outside :data:`EXECUTORS` and options submitit's ``AutoExecutor``
+    takes (its own names, and ``slurm_*``/``local_*`` for those clusters), naming ``where`` and
+    the key. The ``inprocess`` executor ignores them, so ``--executor inprocess`` runs a Slurm
+    sweep file here. (Whether Slurm is there is known only when the sweep runs.)"""
+    if name not in EXECUTORS:
+        raise ValueError(f"{where}: executor name must be one of {list(EXECUTORS)}, got {name!r}")
+    import submitit
+    from submitit.local.local import LocalExecutor
+    from submitit.slurm.slurm import SlurmExecutor
+
+    known = set(submitit.AutoExecutor._valid_parameters())
+    known |= {f"{cluster}_{p}" for cluster, executor in (("slurm", SlurmExecutor), ("local", LocalExecutor))
+              for p in executor._valid_parameters()}
+    for key in options:
+        if key not in known:
+            raise ValueError(f"{where}: unknown executor option {key!r}{did_you_mean(key, known)}")
+
+
+def prune_sweep(config: str | os.PathLike | dict, dry_run: bool = False) -> list[Path]:
+    """Apply the sweep file's ``select`` section with :func:`calibnb.runs.prune_unselected`, only
+    once every run of the sweep is finished (naming the ones that are not, else), so no run that a
+    later result could still select loses its test data. With ``dry_run`` nothing is deleted and
+    the folders that would be pruned are returned."""
+    from .results import load_results, prune_unselected, select_by_validation
+
+    where = str(config) if isinstance(config, (str, os.PathLike)) else "config"
+    loaded = load_config(config)
+    select = loaded.get("select")
+    if not isinstance(select, dict):
+        raise ValueError(f"{where} has no 'select' section: nothing to prune by")
+    missing = [folder for _, folder, done in plan(config) if not done]
+    if missing:
+        names = ", ".join(folder.name for folder in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise ValueError(f"{where}: {len(missing)} run(s) of the sweep are not finished ({names}); run the sweep "
+                         "to the end first, so the selection that pruning applies is final")
+    if dry_run:
+        table = load_results(loaded["out_root"])
+        chosen = set(select_by_validation(table, **select)["run_dir"])
+        return [Path(d) for d in sorted(set(table["run_dir"]) - chosen) if not is_pruned(d)]
+    return prune_unselected(loaded["out_root"], **select)

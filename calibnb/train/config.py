@@ -7,14 +7,21 @@ parameter, so a bad papermill parameter fails in the notebook's first cell, not 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
 from dataclasses import asdict, dataclass, field
 
-from .._validation import check_choice, check_int, check_n_bins, check_real
+from .._validation import check_choice, check_int, check_n_bins, check_real, did_you_mean
 from .recipes import RECIPES, Recipe
 
 #: ``precision`` values: bf16 autocast of the forward pass, or float32 throughout.
 PRECISIONS = ("bf16", "fp32")
+
+#: Parameters that say *how* or *where* a run executes, not *what* it computes: they are no part of
+#: a run's identity (its folder name, its checkpoint's fingerprint), so a run finished on a GPU is
+#: not redone on a CPU and a run may resume on another device.
+EXECUTION_KEYS = frozenset({"out_dir", "device", "progress", "compile", "resume", "log_every", "verify_data"})
 
 #: Loss parameters that may be given flat (``-p gamma 5``) as well as inside ``loss_params``.
 FLAT_LOSS_PARAMS = ("gamma", "lam", "alpha")
@@ -98,8 +105,8 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "train_size", "adafocal_update_every", "log_every"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum=1)
-        check_int(self.seed, "seed", minimum=0)
-        check_int(self.split_seed, "split_seed", minimum=0)
+        for name in ("seed", "split_seed"):  # torch's generators take seeds below 2**63
+            check_int(getattr(self, name), name, minimum=0, maximum=2**63 - 1)
         check_int(self.val_size, "val_size", minimum=1)
         check_n_bins(self.n_bins)
         if self.lr is not None:
@@ -188,6 +195,27 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def fingerprint(self) -> str:
+        """:func:`parameters_hash` of what this run computes (every field but the
+        :data:`EXECUTION_KEYS`): a checkpoint carries it, so it resumes only its own run."""
+        return parameters_hash({k: v for k, v in asdict(self).items() if k not in EXECUTION_KEYS})
+
+    @classmethod
+    def from_namespace(cls, namespace: dict) -> "TrainConfig":
+        """Build a config from a notebook's global variables: ``TrainConfig.from_namespace(globals())``
+        right after the ``parameters`` cell.
+
+        Every variable the notebook holds at that point is a parameter: its ``parameters`` cell's,
+        and whatever papermill injected after it, so a name injected with a typo (``papermill -p
+        gama 3``, which papermill itself only warns about) is refused here, with the closest known
+        name, before anything runs. Modules, functions, classes, names starting with ``_`` and
+        IPython's ``In``/``Out`` are not variables of the notebook and are skipped.
+        """
+        params = {name: value for name, value in namespace.items()
+                  if not name.startswith("_") and name not in ("In", "Out")
+                  and not inspect.ismodule(value) and not callable(value)}
+        return cls.from_params(**params)
+
     @classmethod
     def from_params(cls, **params) -> "TrainConfig":
         """Build a config from flat notebook parameters.
@@ -204,5 +232,22 @@ class TrainConfig:
         known = set(inspect.signature(cls).parameters)
         unknown = sorted(set(params) - known)
         if unknown:
-            raise ValueError(f"unknown training parameter(s) {unknown}; known: {sorted(known)}")
+            hint = did_you_mean(unknown[0], [*known, *FLAT_LOSS_PARAMS])
+            raise ValueError(f"unknown training parameter(s) {unknown}{hint}; known: {sorted(known)}")
         return cls(loss_params=loss_params, **params)
+
+
+def parameters_hash(params: dict) -> str:
+    """The sha256 (hex) of ``params`` as sorted JSON, numbers compared by value (``3`` = ``3.0``)."""
+    return hashlib.sha256(json.dumps(_by_value(params), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _by_value(value):
+    """``value`` with integral floats as ints, through lists and dicts."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return [_by_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _by_value(v) for k, v in value.items()}
+    return value

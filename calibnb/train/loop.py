@@ -26,6 +26,8 @@ import torch
 from scipy.special import softmax
 from torch import nn
 
+import calibnb
+
 from ..atomic import save_logits, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
@@ -217,6 +219,7 @@ class Trainer:
             "loss_history": list(getattr(self.loss_fn, "history", [])),
             "generator": self.generator.get_state(), "torch_rng": torch.get_rng_state(),
             "history": self.history,
+            "run": self.config.fingerprint(), "calibnb": calibnb.__version__,
         }
 
     def restore(self) -> None:
@@ -224,6 +227,7 @@ class Trainer:
         state = load_checkpoint(self.out_dir, self.device)
         if state is None:
             return
+        check_checkpoint_belongs(state, self.config, self.recipe.epochs, self.out_dir / CHECKPOINT)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -254,6 +258,25 @@ class Trainer:
             if self.out_dir is not None:
                 save_checkpoint(self.out_dir, self.state(epoch))
         return _finish(self.config, self.model, self.data, self.autocast, self.loss_fn, self.history, self.out_dir)
+
+
+def check_checkpoint_belongs(state: dict, config: TrainConfig, epochs: int, path) -> None:
+    """Refuse (``ValueError`` naming ``path``) a checkpoint of another run: one without this run's
+    :meth:`TrainConfig.fingerprint` or written by another calibnb version (the exact resume is
+    promised within one version), or one whose epoch and history do not fit this run's ``epochs``."""
+    where = f"cannot resume from {path}:"
+    if state.get("run") != config.fingerprint():
+        raise ValueError(f"{where} it belongs to another run (its parameters' fingerprint differs, or it has "
+                         "none); delete it to start this run afresh, or run with resume=False")
+    if state.get("calibnb") != calibnb.__version__:
+        raise ValueError(f"{where} it was written by calibnb {state.get('calibnb')}, this is "
+                         f"{calibnb.__version__}; delete it to start afresh")
+    epoch, history = state.get("epoch"), state.get("history")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 0 <= epoch < epochs:
+        raise ValueError(f"{where} it is after epoch {epoch!r}, but this run trains {epochs} epochs")
+    if not isinstance(history, list) or len(history) != epoch + 1:
+        raise ValueError(f"{where} its history has {len(history) if isinstance(history, list) else history!r} "
+                         f"rows for {epoch + 1} epochs")
 
 
 def softmax_rows(logits: np.ndarray) -> np.ndarray:
