@@ -21,12 +21,13 @@ accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 
 from torch import nn
 
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, did_you_mean
 from .densenet import DenseNet, densenet121
 from .resnet import ResNet, resnet50, resnet110
 from .small import MLP, ConvNet1d, SmallCNN
@@ -76,8 +77,20 @@ def get_model(
         raise TypeError(f"get_model({name!r}): {exc}") from exc
 
 
+def check_model_params(name: str, params: dict) -> dict:
+    """Refuse a keyword that network ``name`` does not take (with the closest one it takes), so a
+    misspelled ``model_params`` key fails when a run is planned, not when its model is built."""
+    check_choice(name, "model", MODELS)
+    taken = set(inspect.signature(_FACTORIES[name]).parameters) - {"num_classes"}
+    for key in params:
+        if key not in taken:
+            raise ValueError(f"model_params: {name!r} takes no {key!r}{did_you_mean(key, taken)}; it takes {sorted(taken)}")
+    return params
+
+
 __all__ = [
     "MODELS",
+    "check_model_params",
     "ConvNet1d",
     "DenseNet",
     "MLP",

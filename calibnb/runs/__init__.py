@@ -18,7 +18,7 @@
 """
 
 from ..atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
-from .execute import code_version, execute, is_finished, run_training
+from .execute import code_version, execute, is_finished, is_pruned, run_training
 from .methods import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
                       verdict_agreement)
 from .naming import EXECUTION_KEYS, identity, run_name
@@ -42,6 +42,7 @@ __all__ = [
     "histories",
     "identity",
     "is_finished",
+    "is_pruned",
     "label_methods",
     "load_config",
     "load_logits",

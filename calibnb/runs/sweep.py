@@ -344,3 +344,8 @@ def prune_sweep(config: str | os.PathLike | dict, dry_run: bool = False) -> list
         chosen = set(select_by_validation(table, **select)["run_dir"])
         return [Path(d) for d in sorted(set(table["run_dir"]) - chosen) if not is_pruned(d)]
     return prune_unselected(loaded["out_root"], **select)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

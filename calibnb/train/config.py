@@ -92,7 +92,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         from ..data import DATASETS
         from ..losses import LOSSES
-        from ..models import MODELS
+        from ..models import MODELS, check_model_params
 
         check_choice(self.dataset, "dataset", DATASETS)
         check_choice(self.model, "model", MODELS)
@@ -102,6 +102,7 @@ class TrainConfig:
             if not isinstance(getattr(self, name), dict):
                 raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r}")
         self._check_loss_params()
+        check_model_params(self.model, self.model_params)
         for name in ("epochs", "batch_size", "train_size", "adafocal_update_every", "log_every"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum=1)

@@ -186,6 +186,7 @@ class Trainer:
         self._check_finite(loss_sum, epoch)
 
         val_logits = predict_logits(self.model, self.data.x_val, self.data, self.autocast)
+        self._check_outputs(val_logits, epoch)
         val_probs = softmax_rows(val_logits)
         y_val = self.data.y_val.cpu().numpy()
         row = {
@@ -209,7 +210,19 @@ class Trainer:
             where = f"epoch {epoch + 1}" + (f", step {step + 1}" if step is not None else "")
             raise FloatingPointError(
                 f"the training loss became {loss_sum} in {where} (loss={self.config.loss!r}, "
-                f"params={self.config.loss_params}, lr={self.optimizer.param_groups[0]['lr']})")
+                f"params={self.config.loss_params}, lr={self.optimizer.param_groups[0]['lr']})"
+                + ("; log_every=1 names the step" if step is None else ""))
+
+    def _check_outputs(self, val_logits: np.ndarray, epoch: int) -> None:
+        """Stop a diverged run at the end of the epoch it diverged in, before its checkpoint is
+        written (a resume then starts from the last sound epoch): validation logits that are not
+        finite, or beyond what the run's float16 artifacts can hold, mean the weights blew up."""
+        largest = float(np.abs(val_logits).max()) if np.isfinite(val_logits).all() else math.inf
+        if largest > float(np.finfo(np.float16).max):
+            raise FloatingPointError(
+                f"the network diverged in epoch {epoch + 1}: its validation logits reach {largest:g} "
+                f"(loss={self.config.loss!r}, lr={self.optimizer.param_groups[0]['lr']}); lower the "
+                "learning rate")
 
     def state(self, epoch: int) -> dict:
         """What a checkpoint after epoch ``epoch`` holds."""
@@ -299,14 +312,19 @@ def train(config: TrainConfig | dict) -> dict:
 
 def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
     """Evaluate on the stored (float16) logits and write the run's artifacts, metrics last."""
-    half = lambda z: z.astype(np.float16).astype(np.float64)  # noqa: E731
-    val_logits = half(predict_logits(model, data.x_val, data, autocast))
+    def half(z: np.ndarray, split: str = "test") -> np.ndarray:
+        if not np.isfinite(z).all() or float(np.abs(z).max()) > float(np.finfo(np.float16).max):
+            raise FloatingPointError(f"the network diverged: its {split} logits are not finite or beyond "
+                                     "float16's range, which the run's artifacts hold; lower the learning rate")
+        return z.astype(np.float16).astype(np.float64)
+
+    val_logits = half(predict_logits(model, data.x_val, data, autocast), "validation")
     test_logits = half(predict_logits(model, data.x_test, data, autocast))
     y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
     shifted = {}
     for name in config.ood:
         x_ood, y_ood = load_shift(name, data.x_test, data.y_test)  # the same shifted set for every run
-        shifted[name] = (half(predict_logits(model, x_ood.to(data.x_test.device), data, autocast)),
+        shifted[name] = (half(predict_logits(model, x_ood.to(data.x_test.device), data, autocast), name),
                          y_ood.cpu().numpy())
     ts, fts = fit_calibrators(val_logits, y_val, config.n_bins, config.ts_criterion, config.fts_criterion)
     metrics = evaluate_logits(
