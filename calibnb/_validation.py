@@ -66,15 +66,19 @@ def check_probs(probs, name: str = "probs", atol: float = SIMPLEX_ATOL) -> np.nd
     return arr
 
 
-def check_labels(labels, n_samples: int, n_classes: int, name: str = "labels") -> np.ndarray:
-    """Validate integer class labels ``(N,)`` in ``[0, n_classes)`` and return them as int64."""
+def check_labels(
+    labels, n_samples: int, n_classes: int, name: str = "labels", probs_name: str = "probs"
+) -> np.ndarray:
+    """Validate integer class labels ``(N,)`` in ``[0, n_classes)`` and return them as int64.
+
+    ``probs_name`` is the argument the ``N`` rows come from, named when the lengths differ."""
     arr = to_numpy(labels, name)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise DtypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D (n_samples,), got shape {arr.shape}")
     if arr.shape[0] != n_samples:
-        raise ValueError(f"{name} has {arr.shape[0]} entries but probs has {n_samples} rows")
+        raise ValueError(f"{name} has {arr.shape[0]} entries but {probs_name} has {n_samples} rows")
     if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
         raise ValueError(
             f"{name} must lie in [0, {n_classes}); got values in [{arr.min()}, {arr.max()}]"
@@ -98,10 +102,7 @@ def check_logits_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:
     """Validate a ``(logits, labels)`` pair (:func:`check_logits`, :func:`check_labels`, one label
     per logit row); return ``(float64 logits, int64 labels)``."""
     z = check_logits(logits, "logits")
-    y = to_numpy(labels, "labels")
-    if y.ndim == 1 and y.shape[0] != z.shape[0]:
-        raise ValueError(f"labels has {y.shape[0]} entries but logits has {z.shape[0]} rows")
-    return z, check_labels(y, z.shape[0], z.shape[1], "labels")
+    return z, check_labels(labels, z.shape[0], z.shape[1], "labels", probs_name="logits")
 
 
 def check_n_classes(logits: np.ndarray, n_classes: int, name: str, expected_by: str) -> np.ndarray:
@@ -114,6 +115,43 @@ def check_n_classes(logits: np.ndarray, n_classes: int, name: str, expected_by: 
     if logits.shape[1] != n_classes:
         raise ValueError(f"{name} have {logits.shape[1]} classes but {expected_by} {n_classes}")
     return logits
+
+
+def check_vector(
+    values,
+    name: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    min_size: int = 1,
+    non_decreasing: bool = False,
+    allow_nan: bool = False,
+) -> np.ndarray:
+    """Validate a 1-D array of real numbers (at least ``min_size`` of them, within optional bounds,
+    sorted if ``non_decreasing``) and return it as float64.
+
+    NaN is refused unless ``allow_nan`` (where NaN marks something, such as an empty bin); inf
+    always. Bins' edges, per-bin parameters and per-sample statistics go through here.
+    """
+    arr = to_numpy(values, name)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} entries, got {arr.size}")
+    arr = arr.astype(np.float64, copy=False)
+    if np.isinf(arr).any() or (not allow_nan and np.isnan(arr).any()):
+        raise ValueError(f"{name} contains {'inf' if allow_nan else 'NaN or inf'}")
+    present = arr[~np.isnan(arr)] if allow_nan else arr
+    if minimum is not None and present.size and present.min() < minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}, got values down to {present.min():g}")
+    if maximum is not None and present.size and present.max() > maximum:
+        raise ValueError(f"{name} must be <= {maximum:g}, got values up to {present.max():g}")
+    if non_decreasing and (np.diff(arr) < 0).any():
+        at = int(np.argmax(np.diff(arr) < 0))
+        raise ValueError(f"{name} must be sorted (non-decreasing), but entry {at + 1} ({arr[at + 1]:g}) "
+                         f"is below entry {at} ({arr[at]:g})")
+    return arr
 
 
 def _real_matrix(x, name: str) -> np.ndarray:

@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from ._validation import check_logits_labels
 
 
 @contextmanager
@@ -72,6 +76,25 @@ def save_logits(path: str | os.PathLike, logits, labels) -> Path:
 
 
 def load_logits(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Load ``(logits as float64, labels as int64)`` saved by :func:`save_logits`."""
-    with np.load(path) as data:
-        return data["logits"].astype(np.float64), data["labels"].astype(np.int64)
+    """Load ``(logits as float64, labels as int64)`` saved by :func:`save_logits`.
+
+    Refused with a ``ValueError`` naming the file, since each would otherwise surface later as a
+    wrong metric or an error that names no file: a file that is not an ``.npz`` archive (damaged,
+    truncated, another format, pickled objects), no ``logits`` or ``labels`` array, logits that
+    are not a finite floating ``(N, K)`` matrix, labels that are not ``N`` integers in ``[0, K)``.
+    """
+    try:
+        data = np.load(path)  # allow_pickle=False: pickled objects are refused, never run
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("it holds one bare array, not an .npz archive")
+        with data:
+            missing = [key for key in ("logits", "labels") if key not in data]
+            if missing:
+                raise ValueError(f"it has no {' or '.join(missing)} array (a logits file holds both)")
+            logits, labels = data["logits"], data["labels"]
+        if not np.issubdtype(logits.dtype, np.floating):
+            raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+        logits, labels = check_logits_labels(logits, labels)
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"{path} is not a logits file: {error}") from None
+    return logits, labels

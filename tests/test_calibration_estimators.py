@@ -82,3 +82,20 @@ def test_set_params_round_trips_and_refuses_unknown_names():
     assert clone(ts).n_bins == 20
     with pytest.raises(ValueError, match="gamma"):
         ts.set_params(gamma=1.0)
+
+
+def test_every_fitted_calibrator_of_the_package_is_checked_here():
+    import calibnb.calibration as calibration
+    fitted = {name for name in calibration.__all__ if hasattr(getattr(calibration, name), "fit")}
+    assert fitted == {type(e).__name__ for e in ESTIMATORS}
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=IDS)
+def test_logits_of_another_class_count_than_at_fit_are_refused(estimator):
+    z, y = validation_set(k=5)
+    fitted = clone(estimator).fit(z, y)
+    assert fitted.n_classes_ == 5 and fitted.predict_proba(z).shape == z.shape
+    other = np.random.default_rng(1).normal(size=(10, 7))
+    with pytest.raises(ValueError, match="logits have 7 classes but the calibrator was fitted on 5"):
+        fitted.predict_proba(other)
+    assert clone(estimator).fit(other, y[:10] % 7).predict_proba(other).shape == (10, 7)  # refitted: fine

@@ -134,14 +134,19 @@ def test_a_corrupt_result_file_is_named(tmp_path):
     run = tmp_path / "run-1"
     run.mkdir()
     (run / "metrics.json").write_text('{"test": ')
+    with pytest.raises(ValueError, match=r"run-1: has metrics.json but no params.yaml"):
+        load_results(tmp_path)
+    (run / "params.yaml").write_text("loss: cross_entropy\n")
     with pytest.raises(ValueError, match=r"run-1/metrics.json is not a run's metrics \(JSON\)"):
         load_results(tmp_path)
     (run / "metrics.json").write_text("[1, 2]")
-    with pytest.raises(ValueError, match="must each hold a mapping"):
+    with pytest.raises(ValueError, match=r"run-1/metrics.json: the top level = \[1, 2\] is not a mapping"):
         load_results(tmp_path)
     (run / "metrics.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"run-1/metrics.json: .*'val' is a required property|val is missing"):
+        load_results(tmp_path)
     (run / "params.yaml").write_text("a: [1,\n")
-    with pytest.raises(ValueError, match=r"run-1/params.yaml is not readable YAML"):
+    with pytest.raises(ValueError, match=r"run-1/params.yaml: line 2"):
         load_results(tmp_path)
 
 

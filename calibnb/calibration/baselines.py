@@ -23,18 +23,13 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_int, check_labels, check_logits, check_n_bins
+from .._validation import check_choice, check_int, check_n_bins
 from ..metrics.binning import assign_bins, mass_edges_sorted
+from ._base import ClassCountMixin
 
 
-def _validated(logits, labels):
-    z = check_logits(logits, "logits")
-    return z, check_labels(labels, z.shape[0], z.shape[1], "labels")
-
-
-class EnsembleTemperatureScaling(BaseEstimator):
+class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     """Ensemble temperature scaling (Zhang et al. 2020, Mix-n-Match, Section 3.1).
 
     ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
@@ -42,7 +37,7 @@ class EnsembleTemperatureScaling(BaseEstimator):
     the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the default of the
     authors' code; ``"nll"`` is the alternative it offers.
 
-    Attributes: ``temperature_``, ``weights_`` (w1, w2, w3).
+    Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``.
     """
 
     def __init__(self, loss: str = "mse"):
@@ -50,7 +45,7 @@ class EnsembleTemperatureScaling(BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        z, y = _validated(logits, labels)
+        z, y = self._fit_input(logits, labels)
         onehot = np.eye(z.shape[1])[y]
         score = _brier if self.loss == "mse" else _nll
         result = minimize_scalar(lambda log_t: score(softmax(z / np.exp(log_t), axis=1), onehot),
@@ -64,8 +59,8 @@ class EnsembleTemperatureScaling(BaseEstimator):
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        check_is_fitted(self, "weights_")
-        return np.tensordot(self.weights_, self._parts(check_logits(logits, "logits")), axes=1)
+        z = self._predict_input(logits, "weights_")
+        return np.tensordot(self.weights_, self._parts(z), axes=1)
 
     def _parts(self, z: np.ndarray) -> np.ndarray:
         return np.stack([softmax(z / self.temperature_, axis=1), softmax(z, axis=1),
@@ -80,18 +75,18 @@ def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
     return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
 
 
-class _TopLabelCalibrator(BaseEstimator):
-    """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring)."""
+class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
+    """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring), which
+    also set ``n_classes_``. ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last."""
 
     def fit(self, logits, labels):
-        z, y = _validated(logits, labels)
+        z, y = self._fit_input(logits, labels)
         p = softmax(z, axis=1)
         self._fit_top(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        check_is_fitted(self)  # any fitted attribute (ending in "_") of the subclass
-        p = softmax(check_logits(logits, "logits"), axis=1)
+        p = softmax(self._predict_input(logits, self._FITTED), axis=1)
         n, k = p.shape
         rows, top = np.arange(n), p.argmax(axis=1)
         conf = p[rows, top]
@@ -119,6 +114,8 @@ class SplineCalibration(_TopLabelCalibrator):
     confidence is calibrated to ``A'`` at its validation fractile (6 knots as in the paper).
     Attributes: ``spline_`` (the fitted ``A``), ``sorted_conf_``.
     """
+
+    _FITTED = "sorted_conf_"
 
     def __init__(self, n_knots: int = 6):
         self.n_knots = n_knots
@@ -153,6 +150,8 @@ class HistogramBinning(_TopLabelCalibrator):
     the validation confidence predicts its validation accuracy. Attributes: ``edges_``,
     ``bin_accuracy_``."""
 
+    _FITTED = "bin_accuracy_"
+
     def __init__(self, n_bins: int = 15):
         self.n_bins = n_bins
 
@@ -172,6 +171,8 @@ class HistogramBinning(_TopLabelCalibrator):
 class IsotonicCalibration(_TopLabelCalibrator):
     """Top-label isotonic regression (Zadrozny & Elkan 2002) with scikit-learn's
     ``IsotonicRegression`` (clipped outside the validation range). Attribute: ``isotonic_``."""
+
+    _FITTED = "isotonic_"
 
     def _fit_top(self, conf: np.ndarray, correct: np.ndarray) -> None:
         self.isotonic_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_labels, check_logits, check_n_bins
+from .._validation import check_choice, check_n_bins
 from ..metrics import ece, nll
 from ..metrics.scores import NLL_EPS
+from ._base import ClassCountMixin
 from ._grid import FocalGrid, batched_ece, check_grid
 from .focal_map import focal_softmax
 
@@ -41,7 +41,7 @@ PAPER_GAMMAS = np.array([-0.5, -0.25, 0.05, 0.25, 0.37, 0.5, 0.75, 1.0, 5.0])
 PAPER_FTS_TEMPERATURES = np.round(np.arange(1, 501) * 0.01, 10)
 
 
-class FocalTemperatureScaling(BaseEstimator):
+class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
     """Focal temperature scaling, a scikit-learn estimator (``clone``, ``get_params``,
     ``NotFittedError``).
 
@@ -100,8 +100,7 @@ class FocalTemperatureScaling(BaseEstimator):
         gammas = check_grid(self.gammas, PAPER_GAMMAS, "gammas", minimum=-1.0)
         temperatures = check_grid(self.temperatures, PAPER_FTS_TEMPERATURES, "temperatures",
                                   positive=True)
-        z = check_logits(logits, "logits")
-        y = check_labels(labels, z.shape[0], z.shape[1], "labels")
+        z, y = self._fit_input(logits, labels)
         if self.search == "line":
             return self._fit_line(FocalGrid(z, y, 3 * temperatures.size), gammas, temperatures)
         self.gammas_, self.temperatures_ = gammas, temperatures
@@ -116,8 +115,7 @@ class FocalTemperatureScaling(BaseEstimator):
 
     def predict_proba(self, logits) -> np.ndarray:
         """``focal_calibration_map(softmax(logits / temperature_), gamma_)`` in float64."""
-        check_is_fitted(self, "gamma_")
-        return focal_softmax(logits, self.gamma_, self.temperature_)
+        return focal_softmax(self._predict_input(logits, "gamma_"), self.gamma_, self.temperature_)
 
     def _loop_surface(self, z, y, gammas, temperatures) -> np.ndarray:
         """The paper's search as written (Section 5.1): map the validation

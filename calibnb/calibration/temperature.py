@@ -15,10 +15,10 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_choice, check_labels, check_logits, check_n_bins
+from .._validation import check_choice, check_n_bins
 from ..metrics import ece
+from ._base import ClassCountMixin
 from ._grid import check_grid
 
 #: The papers' temperature grid 0.1, 0.2, …, 10.0 (Mukhoti et al. 2020, ``temperature_scaling.py``).
@@ -27,7 +27,7 @@ PAPER_TEMPERATURES = np.round(np.arange(1, 101) * 0.1, 10)
 LOG_T_BOUNDS = (-10.0, 10.0)
 
 
-class TemperatureScaling(BaseEstimator):
+class TemperatureScaling(ClassCountMixin, BaseEstimator):
     """Temperature scaling, a scikit-learn estimator (``clone``, ``get_params``, ``NotFittedError``).
 
     Parameters
@@ -49,6 +49,8 @@ class TemperatureScaling(BaseEstimator):
         The validation ECE at each grid temperature (``criterion="ece"`` only).
     best_score_ : float
         The validation criterion at ``temperature_``.
+    n_classes_ : int
+        The number of classes of the fitted logits; ``predict_proba`` refuses any other.
     """
 
     def __init__(self, criterion: str = "ece", temperatures=None, n_bins: int = 15,
@@ -63,8 +65,7 @@ class TemperatureScaling(BaseEstimator):
         check_choice(self.criterion, "criterion", ("ece", "nll"))
         check_choice(self.binning, "binning", ("width", "mass"))
         n_bins = check_n_bins(self.n_bins)
-        z = check_logits(logits, "logits")
-        y = check_labels(labels, z.shape[0], z.shape[1], "labels")
+        z, y = self._fit_input(logits, labels)
         if self.criterion == "nll":
             self.temperature_ = nll_temperature(z, y)
             self.best_score_ = softmax_nll(z, y, self.temperature_)
@@ -80,8 +81,7 @@ class TemperatureScaling(BaseEstimator):
 
     def predict_proba(self, logits) -> np.ndarray:
         """``softmax(logits / temperature_)`` in float64."""
-        check_is_fitted(self, "temperature_")
-        return softmax(check_logits(logits, "logits") / self.temperature_, axis=1)
+        return softmax(self._predict_input(logits, "temperature_") / self.temperature_, axis=1)
 
 
 def softmax_nll(z: np.ndarray, y: np.ndarray, temperature: float) -> float:

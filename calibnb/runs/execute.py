@@ -116,7 +116,7 @@ def run_training(params: dict, out_dir: str | os.PathLike, force: bool = False) 
 def is_pruned(run_dir: str | os.PathLike) -> bool:
     """True when the run is finished but ``prune`` removed its test part (``metrics.json`` without
     ``test``): it still counts for the validation selection, not for the tables."""
-    import json  # TODO schemas
+    from .schemas import read_run_metrics
 
     path = Path(run_dir) / FINISHED_MARKER
-    return path.is_file() and "test" not in json.loads(path.read_text())
+    return path.is_file() and "test" not in read_run_metrics(path)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -41,7 +42,10 @@ from ..calibration import (
     TemperatureScaling,
 )
 from ..data import list_predictions, load_predictions
+from ..data.predictions import PREDICTIONS
 from ..metrics import calibration_report
+from .schemas import check, posthoc_schema
+from .record import remove_temporaries
 from .sweep import load_config
 
 #: Method key -> calibrator factory. ``ts`` and ``fts`` are the papers' protocols (TS: the ECE
@@ -77,6 +81,8 @@ def posthoc_run(network: str, split: int, out_root: str | os.PathLike) -> Path:
     path = Path(out_root) / network / f"split-{split}" / "metrics.json"
     if path.is_file():
         return path
+    if path.parent.is_dir():
+        remove_temporaries(path.parent)  # of a worker killed while writing
     logits, labels = load_predictions(network)
     calibrate, test = calibration_split(split, len(labels))
     results = {"pre": calibration_report(softmax(logits[test].astype(np.float64), axis=1), labels[test])}
@@ -93,13 +99,16 @@ def posthoc_run(network: str, split: int, out_root: str | os.PathLike) -> Path:
 def replay_run(metrics: dict) -> dict:
     """The test reports of a finished run recomputed from the shipped logits: the scaling methods
     from their stored parameters (no search), the others refitted (they are deterministic and
-    fast). What ``tests/test_results_posthoc.py`` compares with the committed ``metrics.json``."""
+    fast). What ``tests/test_results_posthoc.py`` compares with the committed ``metrics.json``.
+    ``metrics`` is checked against :func:`calibnb.runs.schemas.posthoc_schema` first."""
+    check(metrics, posthoc_schema(), "metrics")
     logits, labels = load_predictions(metrics["network"])
     calibrate, test = calibration_split(metrics["split"], len(labels))
+    n_classes = PREDICTIONS[metrics["network"]][1]
     results = {"pre": calibration_report(softmax(logits[test].astype(np.float64), axis=1), labels[test])}
     for key, make in METHODS.items():
         if key in RESTORABLE:
-            method = restore(key, metrics["params"][key])
+            method = restore(key, metrics["params"][key], n_classes)
         else:
             method = make().fit(logits[calibrate], labels[calibrate])
         results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
@@ -110,27 +119,47 @@ def replay_run(metrics: dict) -> dict:
 RESTORABLE = ("ts", "ts_em", "ts_nll", "fts", "fts_nll", "ets")
 
 
-def restore(method: str, params: dict):
+def restore(method: str, params: dict, n_classes: int | None = None):
     """A calibrator of ``method`` in the fitted state ``params`` that a run stored, no search.
 
-    Only the scaling methods (:data:`RESTORABLE`) store all their fitted state.
+    Only the scaling methods (:data:`RESTORABLE`) store all their fitted state. A run does not
+    store the number of classes it was fitted on: ``n_classes`` gives it (the network's, see
+    :data:`calibnb.data.predictions.PREDICTIONS`), and the calibrator refuses logits of another
+    number of classes, as a fitted one does; without it that check is skipped.
     """
     if method not in RESTORABLE:
         raise ValueError(f"method {method!r} cannot be restored from its params; one of {RESTORABLE}")
     calibrator = METHODS[method]()
     for name, value in params.items():  # the fitted state, as fit left it
         setattr(calibrator, FITTED[name], np.asarray(value) if name == "weights" else value)
+    calibrator.n_classes_ = None if n_classes is None else check_int(n_classes, "n_classes", minimum=2)
     return calibrator
 
 
 def probabilities_on_test(metrics: dict, method: str) -> tuple[np.ndarray, np.ndarray]:
     """The test half's probabilities after ``method`` (``"pre"``: none) and its labels, for a
-    finished run's ``metrics`` (as read from its ``metrics.json``)."""
+    finished run's ``metrics`` (as read from its ``metrics.json``; checked against
+    :func:`calibnb.runs.schemas.posthoc_schema`)."""
+    check(metrics, posthoc_schema(), "metrics")
     logits, labels = load_predictions(metrics["network"])
     _, test = calibration_split(metrics["split"], len(labels))
     if method == "pre":
         return softmax(logits[test].astype(np.float64), axis=1), labels[test]
-    return restore(method, metrics["params"][method]).predict_proba(logits[test]), labels[test]
+    calibrator = restore(method, metrics["params"][method], PREDICTIONS[metrics["network"]][1])
+    return calibrator.predict_proba(logits[test]), labels[test]
+
+
+def _worker_start(parent: int) -> None:
+    """A post-hoc worker: one torch thread, and (on Linux) a SIGTERM from the kernel when the parent
+    dies, so a killed ``posthoc -j N`` leaves no worker running for minutes."""
+    torch.set_num_threads(1)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        if os.getppid() != parent:  # the parent died before the request took effect
+            os._exit(1)
 
 
 def load_study(config: str | os.PathLike | dict) -> dict:
@@ -144,11 +173,19 @@ def load_study(config: str | os.PathLike | dict) -> dict:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(CONFIG_KEYS)}")
     if "out_root" not in config:
         raise ValueError(f"{where}: out_root is required")
-    networks = list(config.get("networks") or list_predictions())
+    networks = config.get("networks", list(list_predictions()))
+    splits = config.get("splits", [1, 2, 3, 4, 5])
+    for key, values in (("networks", networks), ("splits", splits)):
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{where}: {key} must be a non-empty list (leave it out for the default), got {values!r}")
+        if len(set(map(repr, values))) != len(values):
+            raise ValueError(f"{where}: {key} names an entry twice: {values}")
     bad = [n for n in networks if n not in list_predictions()]
     if bad:
         raise ValueError(f"{where}: networks {bad} are not among {list(list_predictions())}")
-    splits = [int(s) for s in config.get("splits", [1, 2, 3, 4, 5])]
+    for split in splits:  # 1.7, true and '12' are no split seeds
+        if isinstance(split, bool) or not isinstance(split, int) or split < 0:
+            raise ValueError(f"{where}: splits must be seeds (integers >= 0), got {split!r}")
     return {"out_root": Path(config["out_root"]), "networks": networks, "splits": splits}
 
 
@@ -175,8 +212,8 @@ def posthoc(config: str | os.PathLike | dict, progress: bool | None = None,
         bar.close()
         return paths
     context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch threads
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=torch.set_num_threads,
-                             initargs=(1,)) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_start,
+                             initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(posthoc_run, network, split, study["out_root"]) for network, split in runs]
         for future in as_completed(futures):
             future.result()

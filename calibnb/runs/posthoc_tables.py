@@ -11,7 +11,6 @@ paper's Table 1 beside ours.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from ..data.predictions import PREDICTIONS
 from ..paper_tables import paper_table
 from .methods import paired_verdict
 from .posthoc import calibration_split
+from .schemas import read_posthoc_metrics
 from .tables import BETTER, mean_std
 
 #: Method keys of the study in reading order, with the names the chapter prints.
@@ -57,24 +57,21 @@ def load_posthoc(root: str | os.PathLike) -> pd.DataFrame:
 
     Columns: ``network``, ``dataset`` (``cifar10``/``cifar100``), ``split``, ``method`` (a key of
     :data:`METHOD_NAMES`), every test metric (fractions), and the fitted ``temperature`` and
-    ``gamma`` where the method has them (NaN otherwise). A file that cannot be read is reported
-    with its path.
+    ``gamma`` where the method has them (NaN otherwise). Each file is checked by
+    :func:`calibnb.runs.schemas.read_posthoc_metrics`; one that fails is reported with its path.
     """
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"root {str(root)!r} is not a folder")
     rows = []
     for path in sorted(root.glob("*/split-*/metrics.json")):
-        try:
-            run = json.loads(path.read_text())
-            for method, metrics in run["test"].items():
-                params = run["params"].get(method, {})
-                rows.append({"network": run["network"], "dataset": run["network"].split("-")[0],
-                             "split": int(run["split"]), "method": method, **metrics,
-                             "temperature": params.get("temperature", float("nan")),
-                             "gamma": params.get("gamma", float("nan"))})
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ValueError(f"{path}: not a post-hoc run's metrics.json ({error!r})") from error
+        run = read_posthoc_metrics(path)
+        for method, metrics in run["test"].items():
+            params = run["params"].get(method, {})
+            rows.append({"network": run["network"], "dataset": run["network"].split("-")[0],
+                         "split": int(run["split"]), "method": method, **metrics,
+                         "temperature": params.get("temperature", float("nan")),
+                         "gamma": params.get("gamma", float("nan"))})
     if not rows:
         raise ValueError(f"root {str(root)!r} holds no <network>/split-<s>/metrics.json")
     return pd.DataFrame(rows)
@@ -212,12 +209,9 @@ def estimator_agreement(study: pd.DataFrame, first: str = "ece", second: str = "
 
 
 def load_run(root: str | os.PathLike, network: str, split: int) -> dict:
-    """One run's ``metrics.json`` (for :func:`calibnb.runs.posthoc.probabilities_on_test`)."""
-    path = Path(root) / network / f"split-{split}" / "metrics.json"
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: not a post-hoc run's metrics.json ({error!r})") from None
+    """One run's ``metrics.json`` (for :func:`calibnb.runs.posthoc.probabilities_on_test`),
+    checked by :func:`calibnb.runs.schemas.read_posthoc_metrics`."""
+    return read_posthoc_metrics(Path(root) / network / f"split-{split}" / "metrics.json")
 
 
 def network_summary(study: pd.DataFrame) -> pd.DataFrame:

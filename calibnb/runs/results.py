@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from ..atomic import load_logits, write_json
 from .execute import FINISHED_MARKER
 from .methods import label_methods
 from .naming import EXECUTION_KEYS
+from .schemas import read_run_metrics
+from .strict_yaml import read_yaml
 from .sweep import load_config
 
 #: The test metrics every run reports, as fractions (DESIGN.md, ``metrics.json``).
@@ -66,45 +67,28 @@ def unfinished_runs(root: str | os.PathLike) -> list[Path]:
 
 
 def _row(run_dir: Path) -> dict:
+    """The table row of a finished run: its ``params.yaml`` and its ``metrics.json``.
+
+    ``params.yaml`` is required (without it the row has no dataset, loss or seed and would join
+    no method); ``metrics.json`` is checked by :func:`calibnb.runs.schemas.read_run_metrics`'s
+    rules (known keys only, finite numbers in their ranges). Errors name the file or folder.
+    """
     params_file, metrics_file = run_dir / "params.yaml", run_dir / FINISHED_MARKER
-    try:
-        params = yaml.safe_load(params_file.read_text()) if params_file.exists() else {}
-    except yaml.YAMLError as error:
-        raise ValueError(f"{params_file} is not readable YAML: {error}") from None
-    try:
-        metrics = json.loads(metrics_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{metrics_file} is not a run's metrics (JSON): {error}") from None
-    if not isinstance(metrics, dict) or not isinstance(params or {}, dict):
-        raise ValueError(f"{run_dir}: params.yaml and metrics.json must each hold a mapping")
+    if not params_file.exists():
+        raise ValueError(f"{run_dir}: has metrics.json but no params.yaml (a finished run has both)")
+    params = read_yaml(params_file)
+    metrics = read_run_metrics(metrics_file)
     row = {k: v for k, v in (params or {}).items() if k not in EXECUTION_KEYS}
-
-    def section(value, where: str) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise ValueError(f"{metrics_file}: {where} must be a mapping, got {value!r}"[:300])
-        return value
-
-    def number(value, where: str):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ValueError(f"{metrics_file}: {where} must be a number, got {value!r}"[:300])
-        return value
-
-    test = section(metrics.get("test"), "'test'")
+    test = metrics.get("test", {})
     for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):
-        for name, value in section(test.get(stage), f"'test.{stage}'").items():
-            row[f"{name}{suffix}"] = number(value, f"'test.{stage}.{name}'")
-    for name, value in section(metrics.get("val"), "'val'").items():
-        row[f"val_{name}"] = number(value, f"'val.{name}'")
-    for shift, stages in section(metrics.get("ood"), "'ood'").items():
-        for stage, value in section(stages, f"'ood.{shift}'").items():
-            row[f"auroc_{shift}" + ("" if stage == "pre" else f"_{stage}")] = number(value, f"'ood.{shift}.{stage}'")
-    row["temperature"] = number(metrics.get("temperature"), "'temperature'")
-    fts = section(metrics.get("fts"), "'fts'")
-    row["fts_gamma"] = number(fts.get("gamma"), "'fts.gamma'")
-    row["fts_temperature"] = number(fts.get("temperature"), "'fts.temperature'")
-    row["run_dir"] = str(run_dir)
+        row.update({f"{name}{suffix}": value for name, value in test.get(stage, {}).items()})
+    row.update({f"val_{name}": value for name, value in metrics["val"].items()})
+    for shift, stages in metrics.get("ood", {}).items():
+        row.update({f"auroc_{shift}" + ("" if stage == "pre" else f"_{stage}"): value
+                    for stage, value in stages.items()})
+    fts = metrics.get("fts", {})
+    row.update(temperature=metrics.get("temperature"), fts_gamma=fts.get("gamma"),
+               fts_temperature=fts.get("temperature"), run_dir=str(run_dir))
     return row
 
 
@@ -188,7 +172,7 @@ def prune_unselected(
     selected = set(select_by_validation(table, by, params, metric, among)["run_dir"])
     pruned = []
     for run_dir in map(Path, sorted(set(table["run_dir"]) - selected)):
-        metrics = json.loads((run_dir / FINISHED_MARKER).read_text())
+        metrics = read_run_metrics(run_dir / FINISHED_MARKER)
         write_json(run_dir / FINISHED_MARKER, {k: v for k, v in metrics.items() if k in VALIDATION_KEYS})
         for path in run_dir.glob("logits_*.npz"):
             if path.name != "logits_val.npz":

@@ -8,9 +8,9 @@ calls it on the float16-rounded logits that it stores, so anyone can recompute a
 
 from __future__ import annotations
 
-import numpy as np
 from scipy.special import softmax
 
+from .._validation import check_logits, check_n_classes
 from ..calibration import FocalTemperatureScaling, TemperatureScaling
 from ..metrics import calibration_report, ood_auroc
 
@@ -47,9 +47,17 @@ def evaluate_logits(
     :func:`calibnb.data.load_shift`) adds ``"ood": {name: {"pre": a, "ts": a, "fts": a}}``: the
     AUROC of telling those inputs from the test set by the predictive entropy (Mukhoti et al.
     2020, Sec. 6), before and after each post-hoc calibration.
+
+    Test (and shifted) logits with another number of classes than the validation logits are
+    refused, naming both arguments: the calibrators fitted on one would be applied to the other.
     """
-    val_logits = np.asarray(val_logits, dtype=np.float64)
-    test_logits = np.asarray(test_logits, dtype=np.float64)
+    val_logits = check_logits(val_logits, "val_logits")
+
+    def like_val(z, name: str):
+        return check_n_classes(check_logits(z, name), val_logits.shape[1], name, "val_logits have")
+
+    test_logits = like_val(test_logits, "test_logits")
+    ood_logits = {name: like_val(z, f"ood_logits[{name!r}]") for name, z in (ood_logits or {}).items()}
     ts, fts = calibrators or fit_calibrators(val_logits, val_labels, n_bins, ts_criterion, fts_criterion)
     metrics = {
         "val": calibration_report(softmax(val_logits, axis=1), val_labels, n_bins=n_bins),
@@ -64,8 +72,7 @@ def evaluate_logits(
     if ood_logits:
         stages = {"pre": lambda z: softmax(z, axis=1), "ts": ts.predict_proba, "fts": fts.predict_proba}
         metrics["ood"] = {
-            name: {stage: ood_auroc(f(test_logits), f(np.asarray(z, dtype=np.float64)))
-                   for stage, f in stages.items()}
+            name: {stage: ood_auroc(f(test_logits), f(z)) for stage, f in stages.items()}
             for name, z in ood_logits.items()
         }
     return metrics
