@@ -118,20 +118,23 @@ except KeyboardInterrupt:
 """
 
 
-def case_checkpoint_of_another_run(c):
-    folder, plant = planted_checkpoint(c)
+def resume_over_plant(c, epoch, **run) -> str:
+    """Plant a checkpoint in the folder of the run ``run`` (its params.yaml), then resume that run."""
+    folder, plant = planted_checkpoint(c, epoch)
     c.py(plant)
-    done = c.run("-p", "epochs", "2", "-p", "train_size", "300", "-p", "val_size", "200", "-p", "resume", "true",
-                 "-p", "loss", "focal_loss", "-p", "gamma", "3", "--out", str(folder))
+    given = {"epochs": 2, "train_size": 300, "val_size": 200, **run}
+    (folder / "params.yaml").write_text("".join(f"{k}: {v}\n" for k, v in sorted(given.items())))
+    done = c.run(*[a for k, v in given.items() for a in ("-p", k, str(v))], "-p", "resume", "true",
+                 "--out", str(folder))
     return refused(done, "checkpoint.pt")
+
+
+def case_checkpoint_of_another_run(c):
+    return resume_over_plant(c, None, loss="focal_loss", gamma=3)
 
 
 def case_checkpoint_past_the_last_epoch(c):
-    folder, plant = planted_checkpoint(c, epoch=99)
-    c.py(plant)
-    done = c.run("-p", "epochs", "2", "-p", "train_size", "300", "-p", "val_size", "200", "-p", "lr", "5.0",
-                 "-p", "resume", "true", "--out", str(folder))
-    return refused(done, "checkpoint.pt")
+    return resume_over_plant(c, 99, lr=5.0)
 
 
 def case_prune_of_an_unfinished_sweep(c):
@@ -362,8 +365,8 @@ CASES = {
     "prune of an unfinished sweep": case_prune_of_an_unfinished_sweep,
     "metrics: ECE -0.5": metrics_case(metrics_with(stage={"ece": -0.5}), "ece"),
     "metrics: ECE 7.5": metrics_case(metrics_with(stage={"ece": 7.5}), "ece"),
-    "metrics: NaN": metrics_case(metrics_with().replace('"nll": 0.05', '"nll": NaN'), "nll"),
-    "metrics: Infinity": metrics_case(metrics_with().replace('"nll": 0.05', '"nll": Infinity'), "nll"),
+    "metrics: NaN": metrics_case(metrics_with().replace('"nll": 0.05', '"nll": NaN'), "NaN"),
+    "metrics: Infinity": metrics_case(metrics_with().replace('"nll": 0.05', '"nll": Infinity'), "Infinity"),
     "metrics: temperature -2": metrics_case(metrics_with(temperature=-2), "temperature"),
     "metrics: {}": metrics_case("{}"),
     "metrics: misspelled key": metrics_case(metrics_with(stage={"eec": 0.1}), "eec"),

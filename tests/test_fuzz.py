@@ -2,6 +2,10 @@
 loss and calibrator give either a clear error (``ValueError``/``TypeError`` naming an argument,
 or ``NotFittedError``) or a finite, correct-shaped answer, never NaN/inf or a stray exception.
 
+The callables are discovered (issue 25, item 7): every one in ``__all__`` of calibnb.losses,
+calibnb.metrics and calibnb.calibration that takes probabilities, logits or log-probabilities
+(:data:`test_public_api_validation.APIS`), so a new public function is fuzzed the day it is added.
+
 Each hypothesis example draws one input of a category (valid, extreme, invalid) and calls the
 function; :func:`outcome` classifies what happened. ``make test`` runs a bounded number of
 examples; ``make test-slow`` runs many more (the ``slow`` profile below). With
@@ -13,59 +17,19 @@ from __future__ import annotations
 import collections
 import json
 import os
-import warnings
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import NotFittedError
+from test_public_api_validation import APIS, NAN_IN_RESULT, outcome
 
-from calibnb import calibration, losses, metrics
+from calibnb import losses
 
 COUNTS: collections.Counter = collections.Counter()
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DEEP = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-#: Words by which an error names what is wrong with an argument.
-ARGUMENT_NAMES = ("probs", "labels", "logits", "targets", "n_bins", "gamma", "alpha", "lam",
-                  "temperature", "reduction", "scores", "criterion", "binning")
-
-
-def outcome(call, *names) -> str:
-    """``"clear error"``, ``"finite result"``, or an assertion error describing the failure."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = call()
-    except (ValueError, TypeError) as error:
-        message = str(error)
-        assert any(n in message for n in (*ARGUMENT_NAMES, *names)), f"unclear error: {message!r}"
-        return "clear error"
-    except NotFittedError:
-        return "clear error"
-    assert finite_result(result), f"non-finite result {result!r}"
-    return "finite result"
-
-
-def finite_result(result) -> bool:
-    """Whether every number in ``result`` (a tensor, array, dict of numbers, DataFrame, or a
-    tuple/list of them) is finite; a reliability table's NaN for an empty bin is by design."""
-    values = result if isinstance(result, (tuple, list)) else [result]
-    for value in values:
-        nan_allowed = hasattr(value, "columns") and "count" in value.columns
-        if isinstance(value, torch.Tensor):
-            value = value.detach().double().numpy()
-        if isinstance(value, dict):
-            value = np.array([v for v in value.values() if isinstance(v, (int, float))], dtype=float)
-        if hasattr(value, "to_numpy"):
-            value = value.select_dtypes("number").to_numpy(dtype=float)
-        array = np.asarray(value, dtype=float)
-        if not np.isfinite(array[~np.isnan(array)] if nan_allowed else array).all():
-            return False
-    return True
-
 
 # ---- inputs ---------------------------------------------------------------------------------
 
@@ -149,90 +113,105 @@ def record(group: str, kind: str, result: str) -> None:
 
 # ---- the contract -----------------------------------------------------------------------------
 
-METRICS = ["ece", "adaptive_ece", "classwise_ece", "mce", "nll", "brier", "error_rate", "smooth_ece",
-           "debiased_ece", "ece_sweep", "calibration_report", "reliability_table"]
+#: The arguments a drawn case fills: probabilities and their labels, logits and their targets.
+PROBS_ARGUMENTS = ("probs", "probs_in", "probs_out", "val_probs")
+LABEL_ARGUMENTS = ("labels", "targets", "val_labels")
 INVALID_PROBS = {"nan", "negative", "unnormalised", "1-D", "labels out of range", "float labels",
                  "labels wrong length", "empty"}
-
-
-def check_metric(name, case):
-    kind, probs, labels = case
-    result = outcome(lambda: getattr(metrics, name)(probs, labels))
-    if kind in INVALID_PROBS:
-        assert result == "clear error", f"{name} accepted {kind} input"
-    record("metrics", kind, result)
-
-
-LOSS_PARAMS = {"focal_loss": {"gamma": 3.0}, "inverse_focal_loss": {"gamma": 2.0},
-               "dual_focal_loss": {"gamma": 2.0}, "focal_calibration_loss": {"gamma": 2.0, "lam": 1.0},
-               "label_smoothing_loss": {"alpha": 0.05}}
+LABEL_KINDS = {"labels out of range", "float labels", "labels wrong length"}
 INVALID_LOGITS = {"nan", "inf", "targets out of range", "float targets", "1-D", "targets wrong length",
                   "beyond spread"}
+TARGET_KINDS = {"targets out of range", "float targets", "targets wrong length"}
 
 
-def check_loss(name, case):
+def fills(api, names) -> list[str]:
+    return [p for p in api.roles if p in names]
+
+
+def like(value, valid):
+    """``value`` (a numpy array or a tensor) in the kind of ``valid``: a tensor or a numpy array."""
+    if isinstance(valid, torch.Tensor):
+        return torch.as_tensor(value) if not isinstance(value, torch.Tensor) else value
+    return value.detach().numpy() if isinstance(value, torch.Tensor) else value
+
+
+#: Every discovered callable that takes probabilities (metrics, OOD scores, the focal calibration
+#: map, AdaFocal's validation update), and every one that takes logits or log-probabilities
+#: (losses in both forms, calibrators, focal softmax): test_public_api_validation.APIS.
+ON_PROBS = [api for api in APIS if fills(api, PROBS_ARGUMENTS)]
+ON_LOGITS = [api for api in APIS if fills(api, ("logits", "logp"))]
+
+
+def check_probs(api, case):
+    kind, probs, labels = case
+    labelled = fills(api, LABEL_ARGUMENTS)
+    if kind in LABEL_KINDS and not labelled:
+        kind = "valid"  # the labels are not an argument: the probabilities are valid
+    args = {p: like(probs, api.values[p]) for p in fills(api, PROBS_ARGUMENTS)}
+    args.update({p: like(labels, api.values[p]) for p in labelled})
+    result = outcome(lambda: api.run(**args), list(api.roles), api.name in NAN_IN_RESULT)
+    if kind in INVALID_PROBS:
+        assert result == "clear error", f"{api.name} accepted {kind} input"
+    record("probabilities", kind, result)
+
+
+def check_logits(api, case):
     kind, z, t = case
-    z = z.clone().requires_grad_(True) if z.is_floating_point() else z
+    labelled = fills(api, LABEL_ARGUMENTS)
+    if kind in TARGET_KINDS and not labelled:
+        kind = "valid"
+    args = {p: like(t, api.values[p]) for p in labelled}
+    for p in fills(api, ("logits", "logp")):
+        valid = api.values[p]
+        value = torch.log_softmax(z.float() if z.dtype in (torch.float16, torch.bfloat16) else z, dim=-1) \
+            if p == "logp" else z
+        if not isinstance(valid, torch.Tensor):  # numpy: the calibrators and focal softmax, in float64
+            value = value.detach().float().numpy() if kind == "half" else value.detach().double().numpy()
+        args[p] = value
+    in_torch = any(isinstance(v, torch.Tensor) for v in args.values())
 
     def call():
-        value = losses.get_loss(name, **LOSS_PARAMS.get(name, {}))(z, t)
-        (grad,) = torch.autograd.grad(value, z)
-        return value, grad
+        result = api.run(**args)
+        if api.kind == "calibrator":
+            assert result.shape == tuple(z.shape) and np.allclose(result.sum(1), 1.0), "rows do not sum to 1"
+        return result
 
-    result = outcome(call)
-    if kind in INVALID_LOGITS:
-        assert result == "clear error", f"{name} accepted {kind} input"
-    record("losses", kind, result)
-
-
-CALIBRATORS = {
-    "TemperatureScaling": lambda: calibration.TemperatureScaling(),
-    "TemperatureScaling nll": lambda: calibration.TemperatureScaling("nll"),
-    "FocalTemperatureScaling": lambda: calibration.FocalTemperatureScaling(
-        gammas=[-0.5, 0.0, 1.0], temperatures=[0.5, 1.0, 2.0]),
-    "EnsembleTemperatureScaling": lambda: calibration.EnsembleTemperatureScaling(),
-    "HistogramBinning": lambda: calibration.HistogramBinning(),
-    "IsotonicCalibration": lambda: calibration.IsotonicCalibration(),
-    "SplineCalibration": lambda: calibration.SplineCalibration(),
-}
+    result = outcome(call, list(api.roles), api.name in NAN_IN_RESULT)
+    # calibrators and focal softmax work in float64 numpy: no spread limit
+    invalid = INVALID_LOGITS if in_torch else INVALID_LOGITS - {"beyond spread"}
+    if kind in invalid:
+        assert result == "clear error", f"{api.name} accepted {kind} input"
+    record("logits", kind, result)
 
 
-def check_calibrator(name, case):
-    kind, z, t = case
-    z, t = z.detach().double().numpy() if kind != "half" else z.float().numpy(), t.numpy()
+def fuzz(check, cases, apis, deep: bool = False):
+    """One test: ``check(api, case)`` for every discovered callable and drawn case; ``deep`` runs
+    300 examples per callable and is marked slow (``make test-slow``), else 25 (``make test``)."""
 
-    def call():
-        fitted = CALIBRATORS[name]().fit(z, t)
-        probs = fitted.predict_proba(z)
-        assert probs.shape == z.shape and np.allclose(probs.sum(1), 1.0), "rows do not sum to 1"
-        return probs
-
-    result = outcome(call)
-    if kind in INVALID_LOGITS - {"beyond spread"}:  # calibrators work in float64: no spread limit
-        assert result == "clear error", f"{name} accepted {kind} input"
-    record("calibrators", kind, result)
-
-
-def fuzz(check, cases, names, deep: bool = False):
-    """One test: ``check(name, case)`` for every name and drawn case; ``deep`` runs 300 examples
-    per name and is marked slow (``make test-slow``), else 25 (``make test``)."""
-
-    @pytest.mark.parametrize("name", names)
+    @pytest.mark.parametrize("api", apis, ids=[api.name for api in apis])
     @(DEEP if deep else FAST)
     @given(case=cases)
-    def test(name, case):
-        check(name, case)
+    def test(api, case):
+        check(api, case)
 
     return pytest.mark.slow(test) if deep else test
 
 
-LOSS_NAMES = sorted(losses.LOSSES)
-test_metrics = fuzz(check_metric, probabilities(), METRICS)
-test_losses = fuzz(check_loss, logits_and_targets(), LOSS_NAMES)
-test_calibrators = fuzz(check_calibrator, logits_and_targets(), list(CALIBRATORS))
-test_metrics_deeply = fuzz(check_metric, probabilities(), METRICS, deep=True)
-test_losses_deeply = fuzz(check_loss, logits_and_targets(), LOSS_NAMES, deep=True)
-test_calibrators_deeply = fuzz(check_calibrator, logits_and_targets(), list(CALIBRATORS), deep=True)
+test_probabilities = fuzz(check_probs, probabilities(), ON_PROBS)
+test_logits = fuzz(check_logits, logits_and_targets(), ON_LOGITS)
+test_probabilities_deeply = fuzz(check_probs, probabilities(), ON_PROBS, deep=True)
+test_logits_deeply = fuzz(check_logits, logits_and_targets(), ON_LOGITS, deep=True)
+
+
+def test_the_fuzz_covers_every_metric_loss_and_calibrator():
+    names = {api.name for api in ON_PROBS + ON_LOGITS}
+    assert {api.name for api in APIS if api.kind in ("loss module", "calibrator")} <= names
+    assert {f"calibnb.losses.{cls.__name__}" for cls in losses.LOSSES.values()} <= names
+    metrics_on_labels = {api.name for api in APIS if api.name.startswith("calibnb.metrics.")
+                         and {"probs", "labels"} <= set(api.roles)}
+    assert len(metrics_on_labels) >= 12 and metrics_on_labels <= {api.name for api in ON_PROBS}
+    assert {"calibnb.losses.focal_loss", "calibnb.losses.mmce_weighted", "calibnb.calibration.focal_softmax",
+            "calibnb.losses.AdaFocalLoss.update", "calibnb.metrics.ood_auroc"} <= names
 
 
 @pytest.fixture(scope="module", autouse=True)

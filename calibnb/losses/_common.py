@@ -15,13 +15,15 @@ import math
 import torch
 from torch import Tensor
 
-from calibnb._validation import check_choice
+from calibnb._validation import SIMPLEX_ATOL, check_choice, check_real
 
 REDUCTIONS = ("mean", "sum", "none")
 _HALF = (torch.float16, torch.bfloat16)
 
 
-def check_logits_targets(logits: Tensor, targets: Tensor, validate: bool = True) -> tuple[Tensor, Tensor]:
+def check_logits_targets(
+    logits: Tensor, targets: Tensor, validate: bool = True, name: str = "logits"
+) -> tuple[Tensor, Tensor]:
     """Validate ``(logits, targets)`` and return them ready to compute with.
 
     Half-precision logits (float16, bfloat16, e.g. under ``torch.autocast``) are upcast to
@@ -29,27 +31,28 @@ def check_logits_targets(logits: Tensor, targets: Tensor, validate: bool = True)
     Raises ``TypeError`` for non-tensors and wrong dtypes, ``ValueError`` for wrong shapes,
     NaN/inf logits and targets outside ``[0, K)``. ``validate=False`` (a training loop that
     checked its data once) keeps the checks of types and shapes, which read no values, and
-    skips those of the values, so nothing is read back from the device.
+    skips those of the values, so nothing is read back from the device. ``name`` is the
+    argument that holds the logits, for the messages (``"logp"`` for log-probabilities).
     """
     if not isinstance(logits, Tensor):
-        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(logits).__name__}")
     if not isinstance(targets, Tensor):
         raise TypeError(f"targets must be a torch.Tensor, got {type(targets).__name__}")
     if not logits.is_floating_point():
-        raise TypeError(f"logits must have a floating dtype, got {logits.dtype}")
+        raise TypeError(f"{name} must have a floating dtype, got {logits.dtype}")
     if targets.dtype == torch.bool or targets.is_floating_point() or targets.is_complex():
         raise TypeError(f"targets must be integer class indices, got dtype {targets.dtype}")
     if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-D (n_samples, n_classes), got shape {tuple(logits.shape)}")
+        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {tuple(logits.shape)}")
     n, k = logits.shape
     if n == 0:
-        raise ValueError("logits is empty: it has no samples")
+        raise ValueError(f"{name} is empty: it has no samples")
     if k < 2:
-        raise ValueError(f"logits must have at least 2 classes (columns), got {k}")
+        raise ValueError(f"{name} must have at least 2 classes (columns), got {k}")
     if targets.shape != (n,):
-        raise ValueError(f"targets must have shape ({n},) to match logits, got {tuple(targets.shape)}")
+        raise ValueError(f"targets must have shape ({n},) to match {name}, got {tuple(targets.shape)}")
     if targets.device != logits.device:
-        raise ValueError(f"targets is on {targets.device} but logits is on {logits.device}")
+        raise ValueError(f"targets is on {targets.device} but {name} is on {logits.device}")
     if not validate:
         return (logits.float() if logits.dtype in _HALF else logits), targets.long()
     # One fused check, one host sync: the sum of the logits is finite unless some logit is NaN
@@ -65,17 +68,32 @@ def check_logits_targets(logits: Tensor, targets: Tensor, validate: bool = True)
         total, spread, t_min, t_max = torch.stack(
             [total.double(), spread, t_lo.double(), t_hi.double()]).tolist()
     if not math.isfinite(total) and not bool(torch.isfinite(logits).all()):
-        raise ValueError("logits contains NaN or inf")
+        raise ValueError(f"{name} contains NaN or inf")
     if logits.dtype in _HALF:
         logits = logits.float()
     limit = max_logit_spread(logits.dtype)
     if not spread <= limit:
-        raise ValueError(f"logits: a row spans {spread:.3g} (largest minus smallest logit), more than "
+        raise ValueError(f"{name}: a row spans {spread:.3g} (largest minus smallest logit), more than "
                          f"the {limit:.3g} that {logits.dtype} losses and gradients can represent; "
                          "rescale the logits")
     if t_min < 0 or t_max >= k:
         raise ValueError(f"targets must lie in [0, {k}); got values in [{int(t_min)}, {int(t_max)}]")
     return logits, targets.long()
+
+
+def check_log_probs(logp: Tensor, targets: Tensor, name: str = "logp") -> tuple[Tensor, Tensor]:
+    """Validate log-probabilities ``(N, K)`` and their targets (:func:`check_logits_targets`), and
+    that each row is a log-probability vector: ``logsumexp`` within the tolerance of
+    :data:`calibnb._validation.SIMPLEX_ATOL` (a row of probabilities summing to 1) of 0, so that
+    logits given by mistake are refused instead of read as probabilities above 1."""
+    half = getattr(logp, "dtype", None) in _HALF  # rounded to 2**-11 or 2**-8: a looser tolerance
+    logp, targets = check_logits_targets(logp, targets, name=name)
+    atol = 2.0**-5 if half else SIMPLEX_ATOL
+    worst = torch.logsumexp(logp.detach().double(), dim=1).abs().max().item()
+    if not worst <= atol:
+        raise ValueError(f"{name} must hold log-probabilities (each row's logsumexp 0, as log_softmax "
+                         f"gives), but a row's logsumexp is {worst:.3g} away from 0")
+    return logp, targets
 
 
 def max_logit_spread(dtype: torch.dtype) -> float:
@@ -84,6 +102,31 @@ def max_logit_spread(dtype: torch.dtype) -> float:
     them or multiply them by factors such as γ (1 − p)^(γ−1); the headroom keeps every value and
     gradient finite (float32: 5.2e33, float64: 2.7e303; half precision computes in float32)."""
     return torch.finfo(dtype).max / 2.0**16
+
+
+#: The largest γ of the focal losses (focal, dual focal, FCL, FLSD's schedule, AdaFocal's and
+#: CalFocal's bins). Beyond it ``(1 - p)^γ`` has underflowed for every ``p`` that matters (γ = 1000
+#: weighs ``p = 0.02`` by 2e-9), and the gradient's factor ``γ (1 - p)^(γ-1) log p`` reaches γ times
+#: the row spread: 1e3 keeps it within the 2**16 headroom of :func:`max_logit_spread` (γ = 1e40 gave
+#: NaN gradients on float32 logits). The papers use at most 20 (AdaFocal's γ_max); CalFocal caps
+#: its γ at 1e3.
+FOCAL_GAMMA_MAX = 1e3
+
+#: The largest weight ``lam`` of a term added to a loss (FCL's Brier term, MMCE). Beyond about
+#: 1 / eps(float32) = 8e6 the base loss is below the rounding of the added term, so the sum is
+#: the term alone; 1e6 keeps every float32 value and gradient finite (lam = 1e300 gave inf).
+#: The papers use 0.5 to 8.
+TERM_WEIGHT_MAX = 1e6
+
+
+def check_focal_gamma(gamma: float, name: str = "gamma") -> float:
+    """Validate a focal γ: a real number in ``[0, FOCAL_GAMMA_MAX]``."""
+    return check_real(gamma, name, minimum=0.0, maximum=FOCAL_GAMMA_MAX)
+
+
+def check_term_weight(lam: float, name: str = "lam") -> float:
+    """Validate the weight of an added loss term: a real number in ``[0, TERM_WEIGHT_MAX]``."""
+    return check_real(lam, name, minimum=0.0, maximum=TERM_WEIGHT_MAX)
 
 
 def check_reduction(reduction: str) -> str:

@@ -307,6 +307,10 @@ class _FocalFamily(torch.autograd.Function):
         difference = difference_to_target(logits, t)
         if dual != "none":
             index, weight = dual_classes(difference, dual, host_free)
+        # z_t - mean_k z_k as the mean of the differences, before the softmax overwrites them:
+        # the differences are bounded by the row spread, a sum of the logits themselves is not
+        # (four logits of 3e38 overflow float32 however close they are)
+        margin = difference.mean(dim=1, keepdim=True).neg_() if smoothing else None
         e, s, logp_t = target_softmax(logits, t, difference, host_free)  # p = e / s; the backward writes into e
         inv_s = s.reciprocal_()
         p_t = logp_t.exp()
@@ -338,7 +342,7 @@ class _FocalFamily(torch.autograd.Function):
         else:  # row p = (row / s) e: the backward needs no normalised softmax
             row = inv_s * row
         if smoothing:  # + alpha (e_t - 1/K)
-            loss = loss.add_(logits.gather(1, t).sub_(logits.mean(dim=1, keepdim=True)), alpha=smoothing)
+            loss = loss.add_(margin, alpha=smoothing)
             at_target = at_target + smoothing
         ctx.brier, ctx.smoothing, ctx.reduction, ctx.host_free = brier, smoothing, reduction, host_free
         ctx.softmax = e  # an attribute, not saved: the backward may write into it

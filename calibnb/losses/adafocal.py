@@ -22,8 +22,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from calibnb._validation import check_choice, check_n_bins, check_probs_labels, check_real, to_numpy
-from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
+from calibnb._validation import (
+    check_choice, check_labels, check_n_bins, check_probs, check_real, check_vector, to_numpy,
+)
+from calibnb.losses._common import FOCAL_GAMMA_MAX, check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
 from calibnb.losses.focal import INVERSE_GAMMA_MAX
 from calibnb.metrics.binning import mass_group_starts
@@ -62,6 +64,9 @@ def adafocal_update(
         raise ValueError(f"gaps must have the shape of gammas {g.shape}, got {e.shape}")
     if np.isinf(e).any():
         raise ValueError("gaps contains inf (use NaN to mark an empty bin)")
+    if (np.abs(e[~np.isnan(e)]) > 1.0).any():
+        raise ValueError(f"gaps must lie in [-1, 1] (a bin's mean confidence minus its accuracy), got values "
+                         f"up to {np.nanmax(np.abs(e)):g} in size")
     new = update_gammas(torch.from_numpy(g), torch.from_numpy(e), lam, switch, gamma_min, gamma_max).numpy()
     if isinstance(gammas, Tensor):
         return torch.as_tensor(new, dtype=gammas.dtype, device=gammas.device)
@@ -70,10 +75,10 @@ def adafocal_update(
 
 def check_gamma_range(gamma_min: float, gamma_max: float) -> tuple[float, float]:
     """Validate AdaFocal's clipping range: ``gamma_min <= gamma_max``, each error naming both,
-    and ``gamma_min >= -INVERSE_GAMMA_MAX`` (an inverse focal weight ``(1 + p_t)^|γ|`` beyond
-    it leaves float32's range)."""
+    ``gamma_min >= -INVERSE_GAMMA_MAX`` (an inverse focal weight ``(1 + p_t)^|γ|`` beyond
+    it leaves float32's range) and ``gamma_max <= FOCAL_GAMMA_MAX``."""
     gamma_min = check_real(gamma_min, "gamma_min", minimum=-INVERSE_GAMMA_MAX)
-    gamma_max = check_real(gamma_max, "gamma_max")
+    gamma_max = check_real(gamma_max, "gamma_max", maximum=FOCAL_GAMMA_MAX)
     if gamma_max < gamma_min:
         raise ValueError(f"gamma_max must be >= gamma_min, got gamma_max={gamma_max:g} and gamma_min={gamma_min:g}")
     return gamma_min, gamma_max
@@ -87,6 +92,7 @@ def update_gammas(
     empty = torch.isnan(gaps)
     direction = (gammas >= 0).to(gammas.dtype).mul_(2.0).sub_(1.0)  # +1 focal, -1 inverse focal
     new = gammas * torch.exp(direction * lam * torch.where(empty, 0.0, gaps))
+    new = torch.where(gammas == 0, 0.0, new)  # 0 stays 0 (not 0 * inf = NaN when exp overflows)
     new = torch.where(new.abs() < switch, direction * -switch, new)
     return torch.where(empty, gammas, new.clamp(gamma_min, gamma_max))
 
@@ -107,17 +113,38 @@ def adafocal_loss(
     ``-(1 - d)^gamma log p_t`` and ``gamma < 0`` gives ``-(1 + d)^|gamma| log p_t``, with
     ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j`` (``base="dual"``, the dual focal form of
     AdaDualFocal). No gradient flows through gamma. ``validate``: see
-    :func:`calibnb.losses.focal_loss`.
+    :func:`calibnb.losses.focal_loss`; it also checks the values of ``gammas`` (finite, at least
+    ``-INVERSE_GAMMA_MAX``, an inverse focal weight ``(1 + d)^|gamma|`` beyond it leaves float32, and at
+    most ``FOCAL_GAMMA_MAX``)
+    and ``edges`` (finite, sorted), reading them to the host.
     """
     base = check_choice(base, "base", ("focal", "dual"))
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
+    gammas, edges = check_bins(gammas, edges, validate)
+    return validation_binned_focal(logits, targets, gammas, edges, base, reduction, validate)
+
+
+def check_bins(gammas, edges, validate: bool = True):
+    """AdaFocal's per-bin ``gammas`` ``(M,)`` and ``edges`` ``(M+1,)``: shapes always, values when
+    ``validate`` (:func:`adafocal_loss`). Returns them unchanged (arrays stay arrays)."""
+    g_shape, e_shape = tuple(np.shape(gammas)), tuple(np.shape(edges))
+    if len(g_shape) != 1 or g_shape[0] == 0 or e_shape != (g_shape[0] + 1,):
+        raise ValueError(f"gammas must be a non-empty 1-D array and edges must have shape (len(gammas) + 1,), "
+                         f"got {e_shape} for gammas {g_shape}")
+    if validate:
+        check_vector(gammas, "gammas", minimum=-INVERSE_GAMMA_MAX, maximum=FOCAL_GAMMA_MAX)
+        check_vector(edges, "edges", non_decreasing=True)
+    return gammas, edges
+
+
+def validation_binned_focal(
+    logits: Tensor, targets: Tensor, gammas, edges, base: str, reduction: str, validate: bool
+) -> Tensor:
+    """:func:`adafocal_loss` on checked inputs: the bins' ``gammas`` and ``edges`` are not read
+    (:class:`AdaFocalLoss` calls it with its own buffers, valid by construction)."""
     gammas = torch.as_tensor(gammas, dtype=logits.dtype, device=logits.device)
     edges = torch.as_tensor(edges, dtype=logits.dtype, device=logits.device)
-    if gammas.ndim != 1 or edges.shape != (gammas.shape[0] + 1,):
-        raise ValueError(
-            f"edges must have shape (len(gammas) + 1,), got {tuple(edges.shape)} for gammas {tuple(gammas.shape)}"
-        )
     inner = edges[1:-1]
 
     def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, Tensor]:
@@ -165,7 +192,8 @@ class ValidationBinnedLoss(nn.Module):
         computed with tensor operations. Mean confidence and accuracy are NaN in an empty bin.
         """
         if not isinstance(val_probs, Tensor) or self.validate:
-            checked = check_probs_labels(to_numpy(val_probs, "val_probs"), to_numpy(val_labels, "val_labels"))
+            probs = check_probs(val_probs, "val_probs")
+            checked = probs, check_labels(val_labels, *probs.shape, name="val_labels", probs_name="val_probs")
             device = val_probs.device if isinstance(val_probs, Tensor) else torch.device("cpu")
             val_probs, val_labels = (torch.from_numpy(a).to(device) for a in checked)
         elif val_probs.ndim != 2 or val_labels.shape != val_probs.shape[:1]:
@@ -230,7 +258,9 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self.register_buffer("gammas", torch.full((self.n_bins,), gamma_init, dtype=torch.float64))
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return adafocal_loss(logits, targets, self.gammas, self.edges, self.base, self.reduction, self.validate)
+        logits, targets = check_logits_targets(logits, targets, self.validate)
+        return validation_binned_focal(logits, targets, self.gammas, self.edges, self.base, self.reduction,
+                                       self.validate)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> Tensor:
@@ -275,7 +305,7 @@ class CalFocalLoss(ValidationBinnedLoss):
         super().__init__(n_bins, reduction, validate)
         self.lam = check_real(lam, "lam", minimum=0.0)
         self.case = check_choice(case, "case", (1, 2))
-        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=1.0)
+        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=1.0, maximum=FOCAL_GAMMA_MAX)
         centres = (self.edges[1:] + self.edges[:-1]) / 2
         self.register_buffer("accuracies", centres.clone())
         self.register_buffer("confidences", centres.clone())
@@ -289,7 +319,9 @@ class CalFocalLoss(ValidationBinnedLoss):
 
         def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, bool]:
             gap = p_t - lookup(table, p_t, inner) if self.case == 1 else lookup(table, p_t, inner)
-            return torch.exp(self.lam * gap).clamp_max(self.gamma_max), False
+            # lam * gap, with 0 for a gap of 0: a lam beyond the dtype's range is inf there, and inf * 0 NaN
+            exponent = torch.where(gap == 0, 0.0, gap * self.lam)
+            return torch.exp(exponent).clamp_max(self.gamma_max), False
 
         return focal_family(logits, targets, rule, reduction=self.reduction, validate=self.validate)
 

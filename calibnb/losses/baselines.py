@@ -16,7 +16,8 @@ from torch.autograd.function import once_differentiable
 
 from calibnb._validation import check_real
 from calibnb.losses._common import (
-    check_logits_targets, check_reduction, check_validate, computes_host_free, per_sample_gradient, reduce,
+    check_log_probs, check_logits_targets, check_reduction, check_term_weight, check_validate, computes_host_free,
+    per_sample_gradient, reduce,
 )
 from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
 
@@ -74,13 +75,14 @@ def mmce_loss(
     Mukhoti et al.'s training loop (``lam = 2``, kernel width 0.4); ``"none"`` adds the batch
     term to every sample's cross-entropy, so that its mean is the ``"mean"`` value.
     See :func:`mmce_weighted` for the normalisation; ``width >= 0.01`` keeps the exponents of its
-    prefix sums within +-50. Forward and backward are fused: ``MMCE_w`` depends on the logits only
+    prefix sums within +-50, and ``lam <= 1e6`` (:data:`~calibnb.losses._common.TERM_WEIGHT_MAX`)
+    the float32 values. Forward and backward are fused: ``MMCE_w`` depends on the logits only
     through the top-label confidences ``r``, so the gradient is the cross-entropy's plus
     ``lam dMMCE_w/dr_i * r_i (e_max - p)`` (:func:`mmce_with_gradient`); no double backward.
     ``validate``: see :func:`calibnb.losses.focal_loss`; on a GPU, or with ``validate=False``,
     MMCE_w is computed where the logits are (:func:`mmce_with_gradient_on_device`).
     """
-    lam = check_real(lam, "lam", minimum=0.0)
+    lam = check_term_weight(lam)
     width = check_real(width, "width", minimum=0.01)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
@@ -132,9 +134,12 @@ def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
     and ``MMCE_w = sqrt(MMCE_w^2 + 1e-10)``; zero when ``C`` or ``W`` is empty. The reference
     code (torrvision/focal_calibration, ``MMCE_weighted``) takes means over each block and then
     divides by ``m^2``, ``n^2``, ``m n`` again, i.e. it normalises twice; calibnb normalises
-    once, as in Kumar et al.'s definition. Takes log-probabilities ``(N, K)`` and validated
-    targets; differentiable through ``r`` (:func:`mmce_with_gradient` gives ``dMMCE_w/dr``).
+    once, as in Kumar et al.'s definition. Takes log-probabilities ``(N, K)`` (``log_softmax``
+    of logits) and targets in ``[0, K)``, both checked (:func:`~calibnb.losses._common.check_log_probs`);
+    differentiable through ``r`` (:func:`mmce_with_gradient` gives ``dMMCE_w/dr``).
     """
+    width = check_real(width, "width", minimum=0.01)
+    logp, targets = check_log_probs(logp, targets)
     log_r, predicted = logp.max(dim=1)
     return _MMCEOfConfidences.apply(log_r.exp(), predicted == targets, width)
 

@@ -33,6 +33,8 @@ def loss_along_pt(
     points = np.asarray(p_t, dtype=np.float64)
     if points.ndim != 1 or points.size == 0 or not ((points > 0) & (points < 1)).all():
         raise ValueError("p_t must be a non-empty 1-D array of values in (0, 1)")
+    if np.ndim(rest) != 1:
+        raise ValueError(f"rest must be a 1-D sequence of proportions, got {np.ndim(rest)} dimensions")
     weights = [check_real(w, f"rest[{i}]", minimum=0.0) for i, w in enumerate(rest)]
     if not weights or sum(weights) == 0:
         raise ValueError("rest must hold at least one positive proportion")

@@ -17,7 +17,9 @@ import torch
 from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, check_validate
+from calibnb.losses._common import (
+    check_focal_gamma, check_log_probs, check_logits_targets, check_reduction, check_validate,
+)
 from calibnb.losses._fused import DUAL_CHOICES, difference_to_target, dual_classes, focal_family
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
@@ -43,7 +45,7 @@ def dual_focal_loss(
     The default ``gamma = 5`` is the authors' setting for ResNet-50 on CIFAR-10/100.
     ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
     dual = check_dual(dual)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
@@ -81,9 +83,11 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
     excluded); absent ranks contribute 0. The classes are found without autograd by
     :func:`calibnb.losses._fused.dual_classes`; one gather brings ``log p_t`` and the chosen
     ``log p_j`` into the graph. The losses themselves compute the same inside their fused
-    forward.
+    forward. ``logp`` (``log_softmax`` of logits) and ``targets`` are checked as
+    :func:`~calibnb.losses._common.check_log_probs` does.
     """
     dual = check_choice(dual, "dual", DUALS)
+    logp, targets = check_log_probs(logp, targets)
     with torch.no_grad():
         index, weight = dual_classes(difference_to_target(logp, targets[:, None]), dual)
     picked = logp.gather(1, torch.cat([targets[:, None], index], dim=1))

@@ -11,8 +11,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, reduce
+from calibnb._validation import check_choice
+from calibnb.losses._common import (
+    check_focal_gamma, check_logits_targets, check_reduction, check_term_weight, check_validate, reduce,
+)
 from calibnb.losses._fused import focal_family
 
 
@@ -31,11 +33,13 @@ def focal_calibration_loss(
     ``norm="l1"`` the L1 distance of the Appendix A.15 ablation. Defaults ``gamma = 2``,
     ``lam = 0.5`` are the paper's choice for WRN-26-10 and DenseNet-121 on CIFAR-10
     (Appendix A.10). ``lam = 0`` is focal loss; ``gamma = 0`` is cross-entropy plus the term.
+    ``gamma <= 1000`` and ``lam <= 1e6`` (:data:`~calibnb.losses._common.FOCAL_GAMMA_MAX`,
+    :data:`~calibnb.losses._common.TERM_WEIGHT_MAX`) keep float32 values and gradients finite.
     Forward and closed-form backward are fused (:mod:`calibnb.losses._fused`).
     ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    gamma = check_real(gamma, "gamma", minimum=0.0)
-    lam = check_real(lam, "lam", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
+    lam = check_term_weight(lam)
     norm = check_choice(norm, "norm", ("l1", "l2"))
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))

@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb._validation import check_real
-from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
+from calibnb.losses._common import check_focal_gamma, check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
 
 #: The largest γ of inverse focal loss: its weight (1 + p_t)^γ reaches 2^γ, and 2^100 leaves
@@ -42,13 +43,14 @@ def focal_loss(
 ) -> Tensor:
     """Focal loss ``-(1 - p_t)^gamma log p_t`` (Mukhoti et al. 2020, Eq. 1; Lin et al. 2017).
 
-    ``gamma = 0`` is cross-entropy; the default ``gamma = 3`` is Mukhoti et al.'s FL-3.
+    ``gamma = 0`` is cross-entropy; the default ``gamma = 3`` is Mukhoti et al.'s FL-3. ``gamma``
+    is at most :data:`~calibnb.losses._common.FOCAL_GAMMA_MAX` (1000), as are FLSD's ``gammas``.
 
     ``validate=False`` skips the checks that read values (finite logits, targets in range) and
     computes without reading anything back to the host: for a training loop that checked its
     data once (:func:`calibnb.losses._common.check_logits_targets`).
     """
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction, validate=validate)
@@ -99,7 +101,10 @@ def check_inverse_gamma(gamma: float) -> float:
 
 def check_schedule(gammas: Sequence[float], thresholds: Sequence[float]) -> tuple[tuple, tuple]:
     """Validate an FLSD schedule: ``len(gammas) == len(thresholds) + 1``, thresholds increasing in (0, 1)."""
-    gammas = tuple(check_real(g, f"gammas[{i}]", minimum=0.0) for i, g in enumerate(gammas))
+    for name, values in (("gammas", gammas), ("thresholds", thresholds)):
+        if np.ndim(values) != 1:
+            raise ValueError(f"{name} must be a 1-D sequence of numbers, got {np.ndim(values)} dimensions")
+    gammas = tuple(check_focal_gamma(g, f"gammas[{i}]") for i, g in enumerate(gammas))
     thresholds = tuple(
         check_real(t, f"thresholds[{i}]", minimum=0.0, maximum=1.0, strict_minimum=True)
         for i, t in enumerate(thresholds)

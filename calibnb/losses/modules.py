@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from torch import Tensor, nn
 
 from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_reduction, check_validate
+from calibnb.losses._common import check_focal_gamma, check_reduction, check_term_weight, check_validate
 from calibnb.losses.baselines import brier_loss, label_smoothing_loss, mmce_loss
 from calibnb.losses.dual_focal import check_dual, dual_focal_loss, dual_focal_loss_sd
 from calibnb.losses.fcl import focal_calibration_loss
@@ -71,7 +71,7 @@ class FocalLoss(_Loss):
 
     def __init__(self, gamma: float = 3.0, reduction: str = "mean", validate: bool = True) -> None:
         super().__init__(reduction, validate)
-        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+        self.gamma = check_focal_gamma(gamma)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
         return focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)
@@ -113,7 +113,7 @@ class DualFocalLoss(_Loss):
 
     def __init__(self, gamma: float = 5.0, dual: str | float = "largest", reduction: str = "mean", validate: bool = True) -> None:
         super().__init__(reduction, validate)
-        self.gamma = check_real(gamma, "gamma", minimum=0.0)
+        self.gamma = check_focal_gamma(gamma)
         self.dual = check_dual(dual)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
@@ -137,8 +137,8 @@ class FocalCalibrationLoss(_Loss):
 
     def __init__(self, gamma: float = 2.0, lam: float = 0.5, norm: str = "l2", reduction: str = "mean", validate: bool = True) -> None:
         super().__init__(reduction, validate)
-        self.gamma = check_real(gamma, "gamma", minimum=0.0)
-        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.gamma = check_focal_gamma(gamma)
+        self.lam = check_term_weight(lam)
         self.norm = check_choice(norm, "norm", ("l1", "l2"))
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
@@ -178,7 +178,7 @@ class MMCELoss(_Loss):
 
     def __init__(self, lam: float = 2.0, width: float = 0.4, reduction: str = "mean", validate: bool = True) -> None:
         super().__init__(reduction, validate)
-        self.lam = check_real(lam, "lam", minimum=0.0)
+        self.lam = check_term_weight(lam)
         self.width = check_real(width, "width", minimum=0.01)
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:

@@ -18,11 +18,13 @@ from torch import Tensor
 
 from calibnb._validation import check_choice, check_real
 from calibnb.losses._common import (
-    check_logits_targets, check_reduction, lookup, reduce,
+    check_focal_gamma, check_logits_targets, check_reduction,
+    check_term_weight, lookup, reduce,
 )
 from calibnb.losses.dual_focal import check_dual
 from calibnb.losses.focal import (
-    FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma,
+    FLSD53_GAMMAS, FLSD_THRESHOLDS, check_inverse_gamma, check_schedule,
+    scheduled_gamma,
 )
 
 __all__ = [
@@ -58,7 +60,7 @@ def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0,
                reduction: str = "mean") -> Tensor:
     """Focal loss ``L_FL = -(1 - p_t)^γ log p_t`` (Mukhoti et al. 2020,
     Eq. 1; Lin et al. 2017)."""
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_t = log_p_t.exp()
     return reduce(-(1 - p_t) ** gamma * log_p_t, reduction)
@@ -81,7 +83,7 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor,
                        reduction: str = "mean") -> Tensor:
     """Inverse focal loss ``-(1 + p_t)^γ log p_t`` (Ghosh et al. 2022,
     Eq. 1)."""
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_inverse_gamma(gamma)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_t = log_p_t.exp()
     return reduce(-(1 + p_t) ** gamma * log_p_t, reduction)
@@ -116,7 +118,7 @@ def dual_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 5.0,
                     reduction: str = "mean") -> Tensor:
     """Dual focal loss ``L_DFL = -(1 - p_t + p_j)^γ log p_t`` (Tao et al.
     2023, Eq. 3), gradient through ``p_j`` as in the authors' code."""
-    gamma = check_real(gamma, "gamma", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_j = dual_probability(logits.to(log_p_t.dtype), targets, dual)
     base = 1 - log_p_t.exp() + p_j
@@ -151,8 +153,8 @@ def focal_calibration_loss(logits: Tensor, targets: Tensor,
     """Focal calibration loss ``L_FCL = L_FL + λ ||p - y||^2`` (FCL
     paper, §3; squared L2 as in the authors' ``FCLUngated``);
     ``norm="l1"`` is the L1 distance of its Appendix A.15 ablation."""
-    gamma = check_real(gamma, "gamma", minimum=0.0)
-    lam = check_real(lam, "lam", minimum=0.0)
+    gamma = check_focal_gamma(gamma)
+    lam = check_term_weight(lam)
     norm = check_choice(norm, "norm", ("l1", "l2"))
     log_p, log_p_t = _log_softmax(logits, targets, reduction)
     y = F.one_hot(targets.long(), log_p.shape[1])
@@ -182,7 +184,7 @@ def mmce_loss(logits: Tensor, targets: Tensor, lam: float = 2.0,
     width)`` on the top-label confidences ``r``, ``v_i = (1 - r_i) / m``
     for the ``m`` correct predictions and ``-r_i / n`` for the ``n``
     wrong ones; 0 when either group is empty."""
-    lam = check_real(lam, "lam", minimum=0.0)
+    lam = check_term_weight(lam)
     width = check_real(width, "width", minimum=0.01)
     log_p, log_p_t = _log_softmax(logits, targets, reduction)
     log_r, predicted = log_p.max(dim=1)

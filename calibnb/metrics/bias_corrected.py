@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibnb._validation import check_int, check_n_bins
-from calibnb.metrics.binning import assign_bins, bin_sums, mass_edges_sorted
+from calibnb.metrics.binning import assign_bins_unchecked, bin_sums_unchecked, mass_edges_sorted
 from calibnb.metrics.toplabel import top_label
 
 
@@ -31,7 +31,7 @@ def debiased_ece(probs, labels, n_bins: int = 15, squared: bool = False) -> floa
     if not isinstance(squared, bool):
         raise TypeError(f"squared must be a bool, got {squared!r}")
     edges = mass_edges_sorted(np.sort(conf), n_bins)
-    bins = bin_sums(assign_bins(conf, edges), n_bins, conf, correct)
+    bins = bin_sums_unchecked(assign_bins_unchecked(conf, edges), n_bins, conf, correct)
     return debiased_from_bins(*bins, squared=squared)
 
 
@@ -49,11 +49,13 @@ def ece_sweep(probs, labels, max_bins: int | None = None, return_n_bins: bool = 
     For b = 1, 2, ... the confidences are split into b equal-mass bins (as in ``ece(...,
     binning="mass")``); the sweep stops at the first b whose non-empty bins' accuracies are not
     non-decreasing in confidence and uses b - 1 bins (or ``max_bins``, default N, if none fails).
+    The sweep stops at N bins whatever ``max_bins``: beyond N the equal-mass bins hold one sample
+    each and the rest are empty, so every b > N gives the bins (and the ECE) of b = N.
     One sort, then O(b log N) per step from cumulative sums. With ``return_n_bins=True`` returns
     ``(ece, b)``.
     """
     conf, correct = top_label(probs, labels)
-    max_bins = conf.size if max_bins is None else check_int(max_bins, "max_bins", minimum=1)
+    max_bins = conf.size if max_bins is None else min(check_int(max_bins, "max_bins", minimum=1), conf.size)
     order = np.argsort(conf, kind="stable")
     value, n_bins = sweep_sorted(conf[order], correct[order], max_bins)
     return (value, n_bins) if return_n_bins else value

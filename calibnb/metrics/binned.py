@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from calibnb._validation import check_choice, check_n_bins, check_probs_labels
-from calibnb.metrics.binning import BINNINGS, assign_bins, bin_sums, mass_edges_sorted
+from calibnb.metrics.binning import BINNINGS, assign_bins_unchecked, bin_sums_unchecked, mass_edges_sorted
 from calibnb.metrics.toplabel import top_label
 
 _CLASSWISE_CHUNK = 1 << 22  # probabilities binned per step of classwise_ece (bounds memory)
@@ -92,7 +92,7 @@ def _first_bin_heavy_assign(values: np.ndarray, edges: np.ndarray) -> np.ndarray
     """
     above = values > edges[1]
     cells = np.zeros(values.shape, dtype=np.int64)
-    cells[above] = assign_bins(values[above], edges)
+    cells[above] = assign_bins_unchecked(values[above], edges)
     return cells
 
 
@@ -107,7 +107,7 @@ def reliability_table(probs, labels, n_bins: int = 15, binning: str = "width") -
     n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     edges = _edges(conf, n_bins, binning)
-    count, conf_sum, acc_sum = bin_sums(assign_bins(conf, edges), n_bins, conf, correct)
+    count, conf_sum, acc_sum = bin_sums_unchecked(assign_bins_unchecked(conf, edges), n_bins, conf, correct)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf, mean_acc = conf_sum / count, acc_sum / count
     return pd.DataFrame(
@@ -127,7 +127,7 @@ def _top_label_bins(conf: np.ndarray, correct: np.ndarray, n_bins, binning: str)
     n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
     edges = _edges(conf, n_bins, binning)
-    return bin_sums(assign_bins(conf, edges), n_bins, conf, correct)
+    return bin_sums_unchecked(assign_bins_unchecked(conf, edges), n_bins, conf, correct)
 
 
 def _edges(conf: np.ndarray, n_bins: int, binning: str) -> np.ndarray:

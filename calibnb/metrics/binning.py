@@ -15,14 +15,16 @@ Two binnings of confidences in ``[0, 1]``, both with half-open ``(lo, hi]`` bins
 
 ``bin_edges`` returns the ``n_bins + 1`` edges, ``assign_bins`` maps values to bin indices, and
 ``bin_sums`` accumulates the per-bin counts and sums the estimators need; all three are
-vectorised (``bincount``/``searchsorted``, no Python loop over samples or bins).
+vectorised (``bincount``/``searchsorted``, no Python loop over samples or bins) and check their
+arguments. The metrics, which validated theirs once, call ``assign_bins_unchecked`` and
+``bin_sums_unchecked``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_choice, check_n_bins, to_numpy
+from calibnb._validation import DtypeError, check_choice, check_n_bins, check_vector, to_numpy
 
 BINNINGS = ("width", "mass")
 
@@ -67,17 +69,59 @@ def mass_edges_sorted(sorted_conf: np.ndarray, n_bins: int) -> np.ndarray:
     return np.concatenate(([0.0], interior, [1.0]))
 
 
-def assign_bins(values, edges: np.ndarray) -> np.ndarray:
+def assign_bins(values, edges) -> np.ndarray:
     """Index in ``[0, len(edges) - 1)`` of the ``(lo, hi]`` bin holding each value.
 
     Values at or below ``edges[1]`` go to bin 0 (so 0 lands in the first bin) and values above
     ``edges[-2]`` to the last bin. Works on arrays of any shape (e.g. all class probabilities).
+    ``values`` must be finite and ``edges`` a sorted (non-decreasing) 1-D array of at least two
+    finite numbers; the metrics, which bin validated values, call :func:`assign_bins_unchecked`.
     """
+    values, edges = check_values_and_edges(values, edges)
     return np.searchsorted(edges[1:-1], values, side="left")
 
 
-def bin_sums(bins: np.ndarray, n_bins: int, confidences: np.ndarray, correct: np.ndarray):
-    """Per-bin ``(count, sum of confidences, sum of correctness)``, each of shape (n_bins,)."""
+def assign_bins_unchecked(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """:func:`assign_bins` on finite values and sorted edges (no validation)."""
+    return np.searchsorted(edges[1:-1], values, side="left")
+
+
+def check_values_and_edges(values, edges) -> tuple[np.ndarray, np.ndarray]:
+    """The arguments of :func:`assign_bins`: finite real ``values`` of any shape, and ``edges`` a
+    sorted 1-D array of at least two finite numbers (float64)."""
+    arr = to_numpy(values, "values")
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"values must hold real numbers, got dtype {arr.dtype}")
+    if not np.isfinite(arr).all():
+        raise ValueError("values contains NaN or inf")
+    return arr, check_vector(edges, "edges", min_size=2, non_decreasing=True)
+
+
+def bin_sums(bins, n_bins: int, confidences, correct):
+    """Per-bin ``(count, sum of confidences, sum of correctness)``, each of shape (n_bins,).
+
+    ``bins`` are integer bin indices in ``[0, n_bins)`` (:func:`assign_bins`), ``confidences``
+    and ``correct`` values in ``[0, 1]`` of the same length. The metrics, which sum validated
+    arrays, call :func:`bin_sums_unchecked`.
+    """
+    n_bins = check_n_bins(n_bins)
+    index = to_numpy(bins, "bins")
+    if index.dtype == bool or not np.issubdtype(index.dtype, np.integer):
+        raise DtypeError(f"bins must be integer bin indices, got dtype {index.dtype}")
+    if index.ndim != 1:
+        raise ValueError(f"bins must be a 1-D array, got shape {index.shape}")
+    if index.size and (index.min() < 0 or index.max() >= n_bins):
+        raise ValueError(f"bins must lie in [0, {n_bins}) (n_bins); got values in [{index.min()}, {index.max()}]")
+    arrays = [check_vector(a, name, minimum=0.0, maximum=1.0, min_size=0)
+              for a, name in ((confidences, "confidences"), (correct, "correct"))]
+    for a, name in zip(arrays, ("confidences", "correct")):
+        if a.shape != index.shape:
+            raise ValueError(f"{name} has {a.size} entries but bins has {index.size}")
+    return bin_sums_unchecked(index, n_bins, *arrays)
+
+
+def bin_sums_unchecked(bins: np.ndarray, n_bins: int, confidences: np.ndarray, correct: np.ndarray):
+    """:func:`bin_sums` on validated arrays (no validation)."""
     count = np.bincount(bins, minlength=n_bins).astype(np.float64)
     conf_sum = np.bincount(bins, weights=confidences, minlength=n_bins)
     acc_sum = np.bincount(bins, weights=correct, minlength=n_bins)

@@ -6,7 +6,7 @@ import numpy as np
 
 from calibnb._validation import check_n_bins, check_probs_labels
 from calibnb.metrics.bias_corrected import debiased_from_bins, sweep_sorted
-from calibnb.metrics.binning import assign_bins, bin_sums, mass_edges_sorted
+from calibnb.metrics.binning import assign_bins_unchecked, bin_sums_unchecked, mass_edges_sorted
 from calibnb.metrics.binned import classwise_ece_unchecked, ece_from_bins, mce_from_bins
 from calibnb.metrics.scores import brier_unchecked, nll_unchecked
 from calibnb.metrics.smooth import smooth_ece_auto
@@ -28,9 +28,9 @@ def calibration_report(probs, labels, n_bins: int = 15) -> dict[str, float]:
     s_conf, s_acc = conf[order], correct[order]
 
     width_edges = np.linspace(0.0, 1.0, n_bins + 1)
-    width = bin_sums(assign_bins(conf, width_edges), n_bins, conf, correct)
+    width = bin_sums_unchecked(assign_bins_unchecked(conf, width_edges), n_bins, conf, correct)
     mass_edges = mass_edges_sorted(s_conf, n_bins)
-    mass = bin_sums(assign_bins(s_conf, mass_edges), n_bins, s_conf, s_acc)
+    mass = bin_sums_unchecked(assign_bins_unchecked(s_conf, mass_edges), n_bins, s_conf, s_acc)
     return {
         "ece": ece_from_bins(*width),
         "adaece": ece_from_bins(*mass),
