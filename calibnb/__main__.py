@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     except _user_errors() as error:
         if args.debug:
             raise
+        if getattr(error, "ename", None) == "KeyboardInterrupt":  # Ctrl-C reached the notebook's kernel first
+            print("error: interrupted", file=sys.stderr)
+            return 130
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return 2
     finally:

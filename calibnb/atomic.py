@@ -8,6 +8,7 @@ temporary file is removed and the destination is untouched.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -98,3 +99,63 @@ def load_logits(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
         raise ValueError(f"{path} is not a logits file: {error}") from None
     return logits, labels
+
+
+# -- seals: a finished run's metrics.json vouches for itself and for the files beside it --------------
+
+#: The keys a seal adds to a JSON document: the sha256 of each file beside it, and its own.
+SEAL_KEYS = ("files", "sha256")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 (hex) of the file ``path``'s bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def seal(document: dict, folder: str | os.PathLike | None = None, files=()) -> dict:
+    """``document`` with ``files`` (the sha256 of each of ``files`` in ``folder``) and ``sha256``,
+    the hash of the rest of the document as canonical JSON.
+
+    A flipped bit, a truncation or an edit of the document or of any file it lists then shows as
+    a mismatch (:func:`check_seal`, :func:`check_file`) instead of a plausible wrong number: no
+    range check can tell an ECE of 0.05 from one of 0.04. (A seal guards against damage, not
+    against someone who recomputes it.)
+    """
+    sealed = {k: v for k, v in document.items() if k not in SEAL_KEYS}
+    if files:
+        sealed["files"] = {name: file_sha256(Path(folder) / name) for name in sorted(files)}
+    return {**sealed, "sha256": _document_sha256(sealed)}
+
+
+def check_seal(document, where) -> dict:
+    """``document`` if it carries no seal or a seal that matches its content, else a ``ValueError``
+    naming ``where``."""
+    if isinstance(document, dict) and "sha256" in document:
+        content = {k: v for k, v in document.items() if k != "sha256"}
+        if _document_sha256(content) != document["sha256"]:
+            raise ValueError(f"{where}: its content does not match its sha256: the file was changed or damaged "
+                             "after it was written")
+    return document
+
+
+def check_file(path: str | os.PathLike, document: dict, where) -> Path:
+    """``path`` if the sealed ``document`` (read from ``where``) lists it with its present sha256, or
+    does not list it (an unsealed, older run); else a ``ValueError`` naming both files."""
+    path = Path(path)
+    expected = (document.get("files") or {}).get(path.name) if isinstance(document, dict) else None
+    if expected is not None:
+        if not path.is_file():
+            raise ValueError(f"{path}: missing, but {where} lists it")
+        if file_sha256(path) != expected:
+            raise ValueError(f"{path}: its content does not match the sha256 that {where} lists: the file was "
+                             "changed or damaged after the run wrote it")
+    return path
+
+
+def _document_sha256(document: dict) -> str:
+    text = json.dumps(document, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -293,9 +293,12 @@ def signal_case(sig: int, seconds: float):
     def case(c):
         process = subprocess.Popen([sys.executable, "-m", "calibnb", "run", c.notebook, *TINY, "--out", "K"],
                                    cwd=c.scratch, env=c.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True)
+                                   text=True, start_new_session=True)
         time.sleep(seconds)
-        process.send_signal(sig)
+        if sig == signal.SIGINT:
+            os.killpg(process.pid, sig)  # Ctrl-C in a terminal: the whole foreground group, kernel included
+        else:
+            process.send_signal(sig)
         _, err = process.communicate(timeout=120)
         if sig == signal.SIGINT and ("Traceback" in err or process.returncode != 130):
             return "unclear"
@@ -396,7 +399,7 @@ CASES = {
                                                       {"loss": "focal_loss", "loss_params": {"gamma": 3}}),
     "SIGKILL of a run, then resume": signal_case(signal.SIGKILL, 5.0),
     "SIGTERM of a run, then resume": signal_case(signal.SIGTERM, 5.0),
-    "Ctrl-C of a run": signal_case(signal.SIGINT, 5.0),
+    "Ctrl-C of a run": signal_case(signal.SIGINT, 4.0),
     "billion laughs in -f": case_billion_laughs,
     "--out is a file": case_out_is_a_file,
     "-f names a folder": case_parameter_file_is_a_folder,

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from scipy.special import softmax
 
+from calibnb.atomic import SEAL_KEYS
 from calibnb.metrics import calibration_report
 from calibnb.runs import load_config, load_logits, load_results, plan, select_by_validation
+from calibnb.runs.results import run_file
+from calibnb.runs.schemas import read_run_metrics
 from calibnb.train import evaluate_logits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +54,10 @@ def _close(stored, recomputed, where: str = "", n: int = 0) -> None:
 
 
 def _check_run(run_dir: Path) -> None:
-    stored = json.loads((run_dir / "metrics.json").read_text())
+    stored = read_run_metrics(run_dir / "metrics.json")  # its seal checked
+    for artifact in run_dir.iterdir():  # and every file it vouches for
+        run_file(run_dir, artifact.name)
+    assert sorted(stored["files"]) == sorted(p.name for p in run_dir.iterdir() if p.name not in ("metrics.json", "version.json"))
     val_logits, val_labels = load_logits(run_dir / "logits_val.npz")
     if "test" not in stored:  # pruned by the validation selection: only its validation part is kept
         assert sorted(p.name for p in run_dir.glob("logits_*.npz")) == ["logits_val.npz"]
@@ -61,7 +67,7 @@ def _check_run(run_dir: Path) -> None:
     shifted = {p.stem.removeprefix("logits_ood_"): load_logits(p)[0] for p in run_dir.glob("logits_ood_*.npz")}
     assert sorted(shifted) == sorted(stored.get("ood", {}))
     recomputed = evaluate_logits(val_logits, val_labels, test_logits, test_labels, ood_logits=shifted)
-    _close({k: v for k, v in stored.items() if k not in ("gammas", "adafocal_updates")},
+    _close({k: v for k, v in stored.items() if k not in ("gammas", "adafocal_updates", *SEAL_KEYS)},
            json.loads(json.dumps(recomputed)), run_dir.name, n=len(test_labels))
 
 

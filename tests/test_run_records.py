@@ -13,6 +13,7 @@ import yaml
 
 from calibnb import runs
 from calibnb.__main__ import main as cli
+from calibnb.atomic import seal
 from calibnb.runs.record import folder_lock, run_folder
 from calibnb.runs.strict_yaml import load_yaml, read_yaml
 from calibnb.train import TrainConfig, train
@@ -258,7 +259,8 @@ def test_prune_dry_run_lists_exactly_what_goes_and_a_pruned_run_chosen_later_is_
     # γ = 2 seed 2 turns out better (a rerun gave another value): the pruned γ = 2 runs win now
     winner = next(f for p, f, _ in runs.plan(path) if p["gamma"] == 2 and p["seed"] == 2)
     metrics = json.loads((winner / "metrics.json").read_text())
-    runs.write_json(winner / "metrics.json", {**metrics, "val": {m: 0.001 for m in runs.METRICS}})
+    runs.write_json(winner / "metrics.json", seal({**metrics, "val": {m: 0.001 for m in runs.METRICS}},
+                                                  winner, metrics["files"]))
     todo = [f.name for _, f, done in runs.plan(path) if not done]
     assert todo and all(runs.is_pruned(tmp_path / "runs" / name) for name in todo)
 

@@ -248,7 +248,7 @@ def test_prune_unselected_keeps_only_the_validation_part(tmp_path):
     pruned = runs.prune_unselected(tmp_path, "loss", ["gamma"])
     assert sorted(p.name for p in pruned) == ["dfl2-1", "dfl2-2"]
     assert sorted(p.name for p in (tmp_path / "dfl2-1").iterdir()) == ["logits_val.npz", "metrics.json", "params.yaml"]
-    assert sorted(json.loads((tmp_path / "dfl2-1" / "metrics.json").read_text())) == ["gammas", "val"]
+    assert sorted(json.loads((tmp_path / "dfl2-1" / "metrics.json").read_text())) == ["files", "gammas", "sha256", "val"]  # sealed again
     assert (tmp_path / "dfl1-1" / "logits_test.npz").exists()
     table = runs.load_results(tmp_path)  # pruned runs are still finished, with validation metrics only
     assert len(table) == 5 and table.loc[table["gamma"] == 2, "ece"].isna().all()

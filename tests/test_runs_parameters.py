@@ -130,7 +130,9 @@ def test_a_folder_holding_another_run_is_refused_before_anything_is_written(tmp_
 
 
 def test_a_corrupt_result_file_is_named(tmp_path):
-    from calibnb.runs import load_results
+    import json
+
+    from calibnb.runs import METRICS, load_results
     run = tmp_path / "run-1"
     run.mkdir()
     (run / "metrics.json").write_text('{"test": ')
@@ -145,6 +147,7 @@ def test_a_corrupt_result_file_is_named(tmp_path):
     (run / "metrics.json").write_text("{}")
     with pytest.raises(ValueError, match=r"run-1/metrics.json: .*'val' is a required property|val is missing"):
         load_results(tmp_path)
+    (run / "metrics.json").write_text(json.dumps({"val": dict.fromkeys(METRICS, 0.1)}))
     (run / "params.yaml").write_text("a: [1,\n")
     with pytest.raises(ValueError, match=r"run-1/params.yaml: line 2"):
         load_results(tmp_path)

@@ -12,6 +12,8 @@ notebook) also has the values checked by ``TrainConfig.from_params``.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import inspect
 import os
 import tempfile
@@ -37,6 +39,16 @@ def declared_parameters(notebook: str | os.PathLike) -> dict:
     notebook = Path(notebook)
     if not notebook.is_file():
         raise ValueError(f"notebook {str(notebook)!r} does not exist")
+    stat = notebook.stat()  # a sweep asks once per run: read each version of the file once
+    return copy.deepcopy(dict(_declared(notebook.resolve(), stat.st_mtime_ns, stat.st_size)))
+
+
+@functools.lru_cache(maxsize=16)
+def _declared(notebook: Path, mtime_ns: int, size: int) -> tuple:
+    import jupytext
+    import nbformat
+    import papermill
+
     with tempfile.TemporaryDirectory() as scratch:
         source = Path(scratch) / f"{notebook.stem}.ipynb"
         nbformat.write(jupytext.read(notebook), source)
@@ -47,7 +59,7 @@ def declared_parameters(notebook: str | os.PathLike) -> dict:
             declared[name] = ast.literal_eval(entry["default"])
         except (ValueError, SyntaxError):
             declared[name] = entry["default"]
-    return declared
+    return tuple(declared.items())
 
 
 def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict | None = None) -> dict:

@@ -31,7 +31,7 @@ import torch
 from scipy.special import softmax
 
 from .._validation import check_int
-from ..atomic import write_json
+from ..atomic import seal, write_json
 from ..calibration import (
     PAPER_FTS_TEMPERATURES,
     EnsembleTemperatureScaling,
@@ -92,8 +92,8 @@ def posthoc_run(network: str, split: int, out_root: str | os.PathLike) -> Path:
         results[key] = calibration_report(method.predict_proba(logits[test]), labels[test])
         params[key] = {name: np.asarray(getattr(method, attr)).tolist()
                        for name, attr in FITTED.items() if hasattr(method, attr)}
-    return write_json(path, {"test": results, "params": params, "network": network, "split": split,
-                             "n_calibration": len(calibrate), "n_test": len(test)})
+    return write_json(path, seal({"test": results, "params": params, "network": network, "split": split,
+                                  "n_calibration": len(calibrate), "n_test": len(test)}))
 
 
 def replay_run(metrics: dict) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..atomic import load_logits, write_json
+from ..atomic import check_file, load_logits, seal, write_json
 from .execute import FINISHED_MARKER
 from .methods import label_methods
 from .naming import EXECUTION_KEYS
@@ -76,8 +76,8 @@ def _row(run_dir: Path) -> dict:
     params_file, metrics_file = run_dir / "params.yaml", run_dir / FINISHED_MARKER
     if not params_file.exists():
         raise ValueError(f"{run_dir}: has metrics.json but no params.yaml (a finished run has both)")
-    params = read_yaml(params_file)
     metrics = read_run_metrics(metrics_file)
+    params = read_yaml(check_file(params_file, metrics, metrics_file))
     row = {k: v for k, v in (params or {}).items() if k not in EXECUTION_KEYS}
     test = metrics.get("test", {})
     for stage, suffix in (("pre", ""), ("ts", "_ts"), ("fts", "_fts")):
@@ -173,10 +173,12 @@ def prune_unselected(
     pruned = []
     for run_dir in map(Path, sorted(set(table["run_dir"]) - selected)):
         metrics = read_run_metrics(run_dir / FINISHED_MARKER)
-        write_json(run_dir / FINISHED_MARKER, {k: v for k, v in metrics.items() if k in VALIDATION_KEYS})
         for path in run_dir.glob("logits_*.npz"):
             if path.name != "logits_val.npz":
                 path.unlink()
+        kept = [name for name in ("params.yaml", "logits_val.npz", "history.csv") if (run_dir / name).is_file()]
+        write_json(run_dir / FINISHED_MARKER, seal({k: v for k, v in metrics.items() if k in VALIDATION_KEYS},
+                                                  run_dir, kept))
         pruned.append(run_dir)
     return pruned
 
@@ -210,15 +212,22 @@ def adafocal_updates(run_dir: str | os.PathLike) -> dict:
             for key in ("edges", "gaps", "gammas")}
 
 
+def run_file(run_dir: str | os.PathLike, name: str) -> Path:
+    """The path of the artifact ``name`` of a finished run, once its ``metrics.json`` vouches for it
+    (the sha256 it lists matches; :func:`calibnb.atomic.check_file`)."""
+    metrics_file = Path(run_dir) / FINISHED_MARKER
+    return check_file(Path(run_dir) / name, read_run_metrics(metrics_file), metrics_file)
+
+
 def histories(runs: pd.DataFrame, column: str = "val_ece") -> pd.DataFrame:
     """``column`` of each run's ``history.csv`` per epoch, one column per seed (pruned runs too)."""
-    return pd.concat({int(r.seed): pd.read_csv(Path(r.run_dir) / "history.csv").set_index("epoch")[column]
+    return pd.concat({int(r.seed): pd.read_csv(run_file(r.run_dir, "history.csv")).set_index("epoch")[column]
                       for r in runs.itertuples()}, axis=1).sort_index(axis=1)
 
 
 def pooled_logits(runs: pd.DataFrame, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
     """The ``split`` logits and labels of all ``runs``, concatenated in their order."""
-    pairs = [load_logits(Path(d) / f"logits_{split}.npz") for d in runs["run_dir"]]
+    pairs = [load_logits(run_file(d, f"logits_{split}.npz")) for d in runs["run_dir"]]
     if not pairs:
         raise ValueError("runs is empty: no logits to pool")
     return np.concatenate([z for z, _ in pairs]), np.concatenate([y for _, y in pairs])

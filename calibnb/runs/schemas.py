@@ -31,6 +31,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import best_match, by_relevance
 
+from ..atomic import check_seal
 from .._validation import did_you_mean
 from ..data import SHIFTS, list_predictions
 
@@ -42,6 +43,9 @@ GAMMA = {"type": "number", "minimum": -1}
 REPORT = {"ece": FRACTION, "adaece": FRACTION, "classwise_ece": FRACTION, "mce": FRACTION,
           "smooth_ece": FRACTION, "error": FRACTION, "debiased_ece": FRACTION, "ece_sweep": FRACTION,
           "nll": {"type": "number", "minimum": 0}, "brier": {"type": "number", "minimum": 0, "maximum": 2}}
+SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+#: What :func:`calibnb.atomic.seal` adds: the sha256 of the files beside the document, and its own.
+SEAL = {"files": {"type": "object", "additionalProperties": SHA256}, "sha256": SHA256}
 #: The post-hoc calibrations a training run reports on the test set, beside ``pre`` (none).
 STAGES = ("pre", "ts", "fts")
 
@@ -79,6 +83,7 @@ def run_schema() -> dict:
         "fts": _object({"gamma": GAMMA, "temperature": POSITIVE}, ("gamma", "temperature")),
         "ood": _object({shift: _object(dict.fromkeys(STAGES, FRACTION), STAGES) for shift in SHIFTS}),
         "gammas": _list(_list(NUMBER)),  # each epoch's γ of a loss that adapts them
+        **SEAL,
         "adafocal_updates": _list(_object(  # an empty bin's gap and γ are null
             {"edges": _list(FRACTION), "gaps": _list(_number_or_null({"minimum": -1, "maximum": 1})),
              "gammas": _list(_number_or_null(NUMBER))}, ("edges", "gaps", "gammas"))),
@@ -103,19 +108,21 @@ def posthoc_schema() -> dict:
         "split": {"type": "integer", "minimum": 0},
         "n_calibration": count,
         "n_test": count,
+        **SEAL,
     }, ["test", "params", "network", "split", "n_calibration", "n_test"])
 
 
 def read_run_metrics(path: str | os.PathLike) -> dict:
-    """A training run's ``metrics.json``, read with :func:`read_json` and checked against
-    :func:`run_schema`."""
-    return check(read_json(path, "a run's metrics"), run_schema(), path)
+    """A training run's ``metrics.json``, read with :func:`read_json`, checked against
+    :func:`run_schema` and then against its seal (:func:`calibnb.atomic.check_seal`), so a value out
+    of range is named as such and an in-range change still shows."""
+    return check_seal(check(read_json(path, "a run's metrics"), run_schema(), path), path)
 
 
 def read_posthoc_metrics(path: str | os.PathLike) -> dict:
     """A post-hoc study run's ``metrics.json``, read with :func:`read_json` and checked against
     :func:`posthoc_schema`."""
-    return check(read_json(path, "a post-hoc run's metrics"), posthoc_schema(), path)
+    return check_seal(check(read_json(path, "a post-hoc run's metrics"), posthoc_schema(), path), path)
 
 
 def read_json(path: str | os.PathLike, what: str):

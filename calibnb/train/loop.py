@@ -28,7 +28,7 @@ from torch import nn
 
 import calibnb
 
-from ..atomic import save_logits, write_json, write_text
+from ..atomic import save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
 from ..losses import AdaFocalLoss, get_loss
@@ -345,7 +345,9 @@ def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
         for name, (z, y) in shifted.items():
             save_logits(out_dir / f"logits_ood_{name}.npz", z, y)
         write_text(out_dir / "history.csv", table.to_csv(index=False))
-        write_json(out_dir / "metrics.json", metrics)
+        artifacts = [p.name for p in out_dir.glob("logits_*.npz")] + ["history.csv"]
+        artifacts += ["params.yaml"] if (out_dir / "params.yaml").is_file() else []
+        write_json(out_dir / "metrics.json", seal(metrics, out_dir, artifacts))  # last: the run is finished
         (out_dir / CHECKPOINT).unlink(missing_ok=True)
     return {
         **metrics,
