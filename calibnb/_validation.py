@@ -218,6 +218,26 @@ def check_real(
     return value
 
 
+def check_type(value, name: str, types, what: str):
+    """``value`` if it is an instance of ``types``, else a ``TypeError`` naming ``name`` and saying
+    ``what`` it must be (a bool is no number here)."""
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def check_table(table, name: str = "table", columns=()):
+    """``table`` if it is a pandas DataFrame with ``columns``; a ``TypeError``/``ValueError`` naming
+    ``name`` and the first missing column otherwise."""
+    import pandas as pd
+
+    check_type(table, name, pd.DataFrame, "a pandas DataFrame (a calibnb.runs.load_results table)")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{name} has no column {missing[0]!r}")
+    return table
+
+
 def did_you_mean(name, known) -> str:
     """The hint for a mistyped name: `` (did you mean 'gamma'?)`` when a close match exists
     (``difflib``), else an empty string."""

@@ -21,6 +21,9 @@ import numpy as np
 
 from ._validation import check_logits_labels
 
+__all__ = ["SEAL_KEYS", "atomic_path", "check_file", "check_seal", "file_sha256", "load_logits", "save_logits",
+           "save_npz", "seal", "write_json", "write_text"]
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike):
@@ -108,11 +111,14 @@ SEAL_KEYS = ("files", "sha256")
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """The sha256 (hex) of the file ``path``'s bytes."""
+    """The sha256 (hex) of the file ``path``'s bytes (a ``ValueError`` naming it if it cannot be read)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
     return digest.hexdigest()
 
 
@@ -125,6 +131,8 @@ def seal(document: dict, folder: str | os.PathLike | None = None, files=()) -> d
     range check can tell an ECE of 0.05 from one of 0.04. (A seal guards against damage, not
     against someone who recomputes it.)
     """
+    if not isinstance(document, dict):
+        raise TypeError(f"document must be a dict (a JSON object), got {type(document).__name__}")
     sealed = {k: v for k, v in document.items() if k not in SEAL_KEYS}
     if files:
         sealed["files"] = {name: file_sha256(Path(folder) / name) for name in sorted(files)}

@@ -10,10 +10,13 @@ the other papers). :func:`label_methods` adds those names to a :func:`load_resul
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 import yaml
+
+from .._validation import check_table, check_type
 
 #: Method families in the papers' column order.
 FAMILIES = ("CE", "Brier", "MMCE", "LS-0.05", "FL", "Inverse FL", "FLSD-53", "AdaFocal", "DFL",
@@ -34,6 +37,9 @@ def loss_params_of(value) -> dict:
 
 def method_label(row) -> str:
     """The papers' name of a run's method, from its ``loss``, ``gamma``, ``lam``, ``loss_params``."""
+    check_type(row, "row", (dict, pd.Series), "a table row (a mapping with 'loss')")
+    if "loss" not in row:
+        raise ValueError("row has no 'loss'")
     loss = row["loss"]
     gamma, lam = row.get("gamma"), row.get("lam")
     if loss == "adafocal":
@@ -53,11 +59,15 @@ def method_label(row) -> str:
 
 def method_family(label: str) -> str:
     """The family of a method label: ``"FL-3"`` → ``"FL"``, ``"DFL (γ=2)"`` → ``"DFL"``."""
+    check_type(label, "label", str, "a method label (str)")
     return "FL" if label.startswith("FL-") else label.split(" (")[0]
 
 
 def method_order(labels) -> list[str]:
     """Distinct labels in the papers' order (families as :data:`FAMILIES`, then by name)."""
+    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        raise TypeError(f"labels must be an iterable of method labels, got {type(labels).__name__}")
+    labels = [check_type(m, "labels", str, "method labels (str)") for m in labels]
     rank = {family: i for i, family in enumerate(FAMILIES)}
     return sorted(set(labels), key=lambda m: (rank.get(method_family(m), len(rank)), m))
 
@@ -68,7 +78,7 @@ def label_methods(table: pd.DataFrame) -> pd.DataFrame:
     Parameter columns that no run has (``gamma``, ``lam``, ``loss_params``) are added as NaN, so
     that :func:`calibnb.runs.select_by_validation` can group by them.
     """
-    table = table.copy()
+    table = check_table(table, "table", ("loss",)).copy()
     for column in ("gamma", "lam", "loss_params"):
         if column not in table.columns:
             table[column] = np.nan
@@ -113,6 +123,9 @@ def verdict_agreement(first: str, second: str) -> str:
     in the other), ``"inconclusive in both"`` (either kind of inconclusive), ``"decided in one
     regime only"``, or ``"n/a in one regime"`` when a regime cannot judge the claim.
     """
+    for name, verdict in (("first", first), ("second", second)):
+        if verdict not in (*VERDICTS, "n/a"):
+            raise ValueError(f"{name} must be one of {[*VERDICTS, 'n/a']}, got {verdict!r}")
     pair = {first, second}
     if "n/a" in pair:
         return "n/a in one regime"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from .._validation import check_type
 from ..train.config import EXECUTION_KEYS, parameters_hash
 
 __all__ = ["EXECUTION_KEYS", "fingerprint", "identity", "run_name"]
@@ -12,6 +13,7 @@ __all__ = ["EXECUTION_KEYS", "fingerprint", "identity", "run_name"]
 
 def identity(params: dict) -> dict:
     """The parameters that define what a run computes (all but :data:`EXECUTION_KEYS`)."""
+    check_type(params, "params", dict, "a dict of parameters")
     return {k: v for k, v in sorted(params.items()) if k not in EXECUTION_KEYS}
 
 
@@ -37,7 +39,8 @@ def run_name(params: dict, defaults: dict | None = None) -> str:
     no dataset, model or loss). The 8-hex-digit hash is :func:`fingerprint`'s: two runs that
     differ in any identity parameter (γ, λ, epochs, ...) never share a folder.
     """
-    merged = {**(defaults or {}), **params}
+    check_type(defaults or {}, "defaults", dict, "a dict of the notebook's declared parameters")
+    merged = {**(defaults or {}), **identity(params)}
     parts = [str(merged.get(key) or "") for key in ("dataset", "model", "loss")]
     stem = "-".join(re.sub(r"[^A-Za-z0-9_.]+", "_", p) for p in parts if p) or "run"
     seed = merged.get("seed")

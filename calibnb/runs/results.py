@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from pathlib import Path
@@ -10,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..atomic import check_file, load_logits, seal, write_json
+from .._validation import check_table
+from ..atomic import check_file, check_seal, load_logits, seal, write_json
 from .execute import FINISHED_MARKER
 from .methods import label_methods
 from .naming import EXECUTION_KEYS
-from .schemas import read_run_metrics
+from .schemas import read_json, read_run_metrics
 from .strict_yaml import read_yaml
 from .sweep import load_config
 
@@ -106,6 +106,7 @@ def select_by_validation(
     γ = 1 and with γ = 3 stay two methods. Ties go to the first setting in sorted order. Test
     metrics play no part.
     """
+    check_table(table, "table")
     by = [by] if isinstance(by, str) else list(by)
     missing = [c for c in (*by, *params, metric) if c not in table.columns]
     if missing:
@@ -137,6 +138,8 @@ def select_runs(config: str | os.PathLike | dict) -> pd.DataFrame:
     metrics (its test part pruned).
     """
     config = load_config(config)
+    if "out_root" not in config:
+        raise ValueError("config has no out_root: the folder of the sweep's runs")
     table = label_methods(load_results(config["out_root"]))
     rule = config.get("select")
     selected = select_by_validation(table, **rule) if rule else table
@@ -188,6 +191,7 @@ def run_of(selected: pd.DataFrame, method: str, seed: int) -> pd.Series:
 
     The fallback is announced with a warning; a method without any selected run is refused.
     """
+    check_table(selected, "selected", ("method", "seed"))
     rows = selected[selected["method"] == method].sort_values("seed")
     if rows.empty:
         raise ValueError(f"method {method!r} has no selected run")
@@ -205,7 +209,8 @@ def adafocal_updates(run_dir: str | os.PathLike) -> dict:
     a bin empty at an update is NaN.
     """
     path = Path(run_dir) / FINISHED_MARKER
-    updates = json.loads(path.read_text()).get("adafocal_updates")
+    document = check_seal(read_json(path, "a run's metrics"), path)
+    updates = document.get("adafocal_updates") if isinstance(document, dict) else None
     if not updates:
         raise ValueError(f"{path} holds no adafocal_updates (not an AdaFocal run?)")
     return {key: np.array([[np.nan if v is None else v for v in u[key]] for u in updates], dtype=float)
@@ -221,12 +226,14 @@ def run_file(run_dir: str | os.PathLike, name: str) -> Path:
 
 def histories(runs: pd.DataFrame, column: str = "val_ece") -> pd.DataFrame:
     """``column`` of each run's ``history.csv`` per epoch, one column per seed (pruned runs too)."""
+    check_table(runs, "runs", ("seed", "run_dir"))
     return pd.concat({int(r.seed): pd.read_csv(run_file(r.run_dir, "history.csv")).set_index("epoch")[column]
                       for r in runs.itertuples()}, axis=1).sort_index(axis=1)
 
 
 def pooled_logits(runs: pd.DataFrame, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
     """The ``split`` logits and labels of all ``runs``, concatenated in their order."""
+    check_table(runs, "runs", ("run_dir",))
     pairs = [load_logits(run_file(d, f"logits_{split}.npz")) for d in runs["run_dir"]]
     if not pairs:
         raise ValueError("runs is empty: no logits to pool")

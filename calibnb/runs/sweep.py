@@ -83,8 +83,12 @@ def describe(path: str | os.PathLike) -> str:
     command (indented with ``#   ``); the text is cut after its first sentence (a period
     followed by a word, not by a year as in "et al. 2023").
     """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot be read as a sweep file ({error})") from None
     words = []
-    for line in Path(path).read_text().splitlines():
+    for line in text.splitlines():
         if not line.startswith("#") or line.startswith("#   "):
             break
         words.append(line.lstrip("#").strip())

@@ -28,6 +28,7 @@ from torch import nn
 
 import calibnb
 
+from .._validation import check_type
 from ..atomic import save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
@@ -88,6 +89,9 @@ def predict_on_device(model: nn.Module, x: torch.Tensor, mean, std, autocast=nul
 def predict_logits(model: nn.Module, x: torch.Tensor, data: _Data, autocast=nullcontext,
                    batch_size: int = 1000) -> np.ndarray:
     """Float32 logits of ``model`` on ``x`` (evaluation mode, no augmentation), on the host."""
+    check_type(model, "model", nn.Module, "a torch.nn.Module")
+    check_type(x, "x", torch.Tensor, "a tensor of inputs")
+    check_type(data, "data", _Data, "the run's data (Trainer(config).data)")
     return predict_on_device(model, x, data.mean, data.std, autocast, batch_size).cpu().numpy()
 
 
