@@ -183,6 +183,16 @@ def metrics_with(**changes) -> str:
                        "fts": {"gamma": 0.5, "temperature": 1.2}, "gammas": [], **changes})
 
 
+def case_a_digit_changed_in_range(c):
+    """A finished run's test ECE edited from 0.0x to 0.0y: in range, valid JSON, a different number."""
+    run = finished_run(c, "F")
+    metrics = json.loads((run / "metrics.json").read_text())
+    metrics["test"]["pre"]["ece"] = round(metrics["test"]["pre"]["ece"] / 2, 6)
+    (run / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    return raised(c.py(f"from calibnb import runs; print(runs.load_results('{c.scratch}').ece.tolist())"),
+                  "metrics.json")
+
+
 def logits_case(logits: str, labels: str, *names: str):
     def case(c):
         return raised(c.py(f"""
@@ -376,6 +386,7 @@ CASES = {
     "metrics: duplicate key": metrics_case(metrics_with().replace('"temperature": 1.5', '"temperature": 1.5, "temperature": 9'),
                                            "temperature"),
     "metrics without params.yaml": metrics_case(metrics_with(), params=False),
+    "metrics: a test ECE halved, in range": case_a_digit_changed_in_range,
     "logits: 1-D with 3 labels for 5": logits_case("[1, 2, 3, 4, 5]", "[0, 1, 0]"),
     "logits: NaN": logits_case("[[1, float('nan')], [0, 1]]", "[0, 1]"),
     "logits: label -1": logits_case("[[1, 2], [0, 1]]", "[0, -1]"),

@@ -85,6 +85,7 @@ def execute(
                         progress_bar=False,
                         log_output=log_output,
                         cwd=str(notebook.parent.resolve()),
+                        kernel_manager_class=_quiet_kernel_manager(),
                     )
                 except papermill.PapermillExecutionError:
                     if out_dir.is_dir():
@@ -92,6 +93,19 @@ def execute(
                     raise
         (folder / "failed.ipynb").unlink(missing_ok=True)
     return out_dir
+
+
+def _quiet_kernel_manager():
+    """jupyter_client's kernel manager with the kernel's own log (not the cells' output, which
+    papermill records) sent nowhere: on Ctrl-C, which reaches the kernel too, it would print a
+    traceback of its interrupted reply beside calibnb's one ``error: interrupted`` line."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            return await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": subprocess.DEVNULL})
+
+    return QuietKernelManager
 
 
 def run_training(params: dict, out_dir: str | os.PathLike, force: bool = False) -> Path:
