@@ -34,20 +34,26 @@ RUNS = sorted(p.parent for p in (ROOT / "results").rglob("metrics.json") if (p.p
 def _close(stored, recomputed, where: str = "", n: int = 0) -> None:
     """Nested dicts/lists equal up to float rounding (a CPU with other SIMD paths may differ by ulps).
 
-    Two estimators turn ulps into more. The adaptive ECE sorts the confidences into equal-mass
-    bins: focal temperature scaling maps many test examples to confidences equal up to an ulp, whose
-    order, and so which of them falls on which side of a bin edge, depends on the CPU's rounding:
-    one example of ``n`` changing bins moves the estimate by 1/``n`` (seen: exactly 1e-4 of 10,000
-    on an AMD EPYC against the Intel machine that wrote the results). The smooth ECE's kernel
-    regression sums the same ulps over every pair (seen: a relative 1e-6).
+    A plain ``argmax`` used to turn last-bit noise into a changed prediction (float16 logits tie
+    between the top two classes, and focal temperature scaling returns the two equal probabilities
+    with a CPU-dependent last bit): :func:`calibnb.metrics.toplabel.predicted_class` now gives
+    near-ties to the first class, and the results were recomputed with it. Three estimators can
+    still order ulps differently: the adaptive and the debiased ECE sort the confidences into
+    equal-mass bins and the smooth ECE searches a bandwidth, so two test examples with equal
+    confidences but different labels on either side of a bin edge may swap on another CPU. One
+    example of ``n`` moves the adaptive ECE by 1/``n`` (allowed: two), the debiased ECE, a
+    difference of squares, by a few 1e-4, the smooth ECE by a relative 1e-4 (seen on an AMD EPYC
+    against the machine that first wrote the results, before the tie rule). Every other number
+    must agree to 1e-7.
     """
     if isinstance(stored, dict):
         assert isinstance(recomputed, dict) and sorted(stored) == sorted(recomputed), where
         for key in stored:
             _close(stored[key], recomputed[key], f"{where}/{key}", n)
     elif isinstance(stored, float) or isinstance(recomputed, float):
-        rel_tol = 1e-5 if where.endswith("/smooth_ece") else 1e-7
-        abs_tol = 1.0 / n + 1e-12 if where.endswith("/adaece") and n else 1e-12
+        estimator = "/".join(where.split("/")[-2:])  # e.g. "fts/adaece"
+        rel_tol = 2e-4 if estimator == "fts/smooth_ece" else 1e-7
+        abs_tol = {"fts/adaece": 2.0 / max(n, 1), "fts/debiased_ece": 5e-4}.get(estimator, 1e-12)
         assert math.isclose(stored, recomputed, rel_tol=rel_tol, abs_tol=abs_tol), f"{where}: {stored} != {recomputed}"
     else:
         assert stored == recomputed, where

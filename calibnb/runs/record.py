@@ -117,6 +117,15 @@ def remove_temporaries(folder: Path) -> list[Path]:
     return stale
 
 
+def remove_leftovers(folder: Path) -> None:
+    """Remove the temporaries in a finished run's ``folder`` unless a living process holds it."""
+    try:
+        with folder_lock(folder):
+            remove_temporaries(folder)
+    except (ValueError, OSError):
+        pass  # in use, or gone
+
+
 def remove_stale_staging(out_dir: Path) -> None:
     """Delete the staging folders of ``out_dir`` that no living process holds. A replaced record
     set aside by a replacement that was killed half-way goes back to ``out_dir`` first."""

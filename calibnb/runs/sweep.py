@@ -47,6 +47,7 @@ from pathlib import Path
 
 from .execute import execute, is_finished, is_pruned, run_training
 from .parameters import check_parameters, declared_parameters
+from .record import remove_leftovers
 from .strict_yaml import read_yaml
 from .naming import run_name
 from .._validation import did_you_mean
@@ -267,7 +268,12 @@ def sweep(
     check_executor(name, options, "sweep")
     runs = plan(config)
     todo = [(params, folder) for params, folder, done in runs if not done]
-    if dry_run or not todo:
+    if dry_run:
+        return [folder for _, folder, _ in runs]
+    for _, folder, done in runs:  # a run killed after its metrics.json may have left temporaries
+        if done:
+            remove_leftovers(folder)
+    if not todo:
         return [folder for _, folder, _ in runs]
 
     run = functools.partial(execute, config["notebook"]) if config.get("runner", "notebook") == "notebook" \
