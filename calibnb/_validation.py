@@ -1,6 +1,6 @@
 """Input checks shared by every public function of calibnb.
 
-The contract (DESIGN.md, "Conventions"): bad input raises ``ValueError`` or ``TypeError`` whose
+The contract (ARCHITECTURE.md, "Cross-cutting rules"): bad input raises ``ValueError`` or ``TypeError`` whose
 message names the argument and the problem; nothing returns NaN silently. Arrays may be numpy
 arrays, torch tensors (any device, any float dtype) or nested sequences; the numpy-side checks
 return float64 / int64 numpy arrays so that callers compute in float64.

@@ -1,6 +1,6 @@
 """Atomic file writes: a reader sees either the old file or the complete new one, never half.
 
-Every artifact of a run is written this way (DESIGN.md, "Experiments"): the data goes to a
+Every artifact of a run is written this way (ARCHITECTURE.md, "Cross-cutting rules"): the data goes to a
 temporary file in the destination's folder, which is renamed over the destination only once it
 is complete (``os.replace`` is atomic on POSIX within one file system). If writing fails, the
 temporary file is removed and the destination is untouched.

@@ -1,4 +1,4 @@
-"""The book's sources follow the house rules (DESIGN.md, "Layout")."""
+"""The book's sources follow the house rules (ARCHITECTURE.md, "Cross-cutting rules")."""
 
 import subprocess
 

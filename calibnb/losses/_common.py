@@ -1,6 +1,6 @@
 """Shared plumbing of the losses: input checks, reductions and a focal weight with finite gradients.
 
-Every loss takes logits ``(N, K)`` and integer targets ``(N,)`` (DESIGN.md, "Conventions").
+Every loss takes logits ``(N, K)`` and integer targets ``(N,)`` (ARCHITECTURE.md, "Cross-cutting rules").
 Shape and dtype checks are free; the value checks (finite logits, targets in ``[0, K)``, the
 row spread) need the values on the host, so :func:`check_logits_targets` does them in one fused
 reduction and costs exactly one device-to-host synchronisation per call (on the CPU, four

@@ -1,4 +1,4 @@
-"""Read finished runs back as one tidy table (DESIGN.md, "Experiments")."""
+"""Read finished runs back as one tidy table (ARCHITECTURE.md, "Code map")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .schemas import read_json, read_run_metrics
 from .strict_yaml import read_yaml
 from .sweep import load_config
 
-#: The test metrics every run reports, as fractions (DESIGN.md, ``metrics.json``).
+#: The test metrics every run reports, as fractions (:func:`calibnb.runs.schemas.run_schema`).
 METRICS = ("ece", "adaece", "classwise_ece", "mce", "nll", "brier", "error", "smooth_ece")
 
 
