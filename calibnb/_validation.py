@@ -220,8 +220,8 @@ def check_real(
 
 def check_type(value, name: str, types, what: str):
     """``value`` if it is an instance of ``types``, else a ``TypeError`` naming ``name`` and saying
-    ``what`` it must be (a bool is no number here)."""
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
+    ``what`` it must be."""
+    if not isinstance(value, types):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
     return value
 

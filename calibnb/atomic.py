@@ -21,8 +21,8 @@ import numpy as np
 
 from ._validation import check_logits_labels
 
-__all__ = ["SEAL_KEYS", "atomic_path", "check_file", "check_seal", "file_sha256", "load_logits", "save_logits",
-           "save_npz", "seal", "write_json", "write_text"]
+__all__ = ["FLOAT16_MAX", "SEAL_KEYS", "atomic_path", "check_file", "check_seal", "file_sha256", "fits_float16",
+           "load_logits", "save_logits", "save_npz", "seal", "write_json", "write_text"]
 
 
 @contextmanager
@@ -60,6 +60,17 @@ def save_npz(path: str | os.PathLike, **arrays) -> Path:
     return Path(path)
 
 
+#: The largest magnitude a stored (float16) logit can hold.
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def fits_float16(logits) -> bool:
+    """Whether every logit is finite and within :data:`FLOAT16_MAX`: what :func:`save_logits` can
+    store (a network whose logits do not fit has diverged)."""
+    logits = np.asarray(logits)
+    return bool(np.isfinite(logits).all()) and (logits.size == 0 or float(np.abs(logits).max()) <= FLOAT16_MAX)
+
+
 def save_logits(path: str | os.PathLike, logits, labels) -> Path:
     """Save a run's logits in the shared format: ``logits`` float16 ``(N, K)``, ``labels`` int64.
 
@@ -74,8 +85,8 @@ def save_logits(path: str | os.PathLike, logits, labels) -> Path:
         )
     if not np.isfinite(logits).all():
         raise ValueError("logits contains NaN or inf")
-    if np.abs(logits).max() > np.finfo(np.float16).max:
-        raise ValueError("logits overflow float16 (|logit| > 65504)")
+    if not fits_float16(logits):
+        raise ValueError(f"logits overflow float16 (|logit| > {FLOAT16_MAX:g})")
     return save_npz(path, logits=logits.astype(np.float16), labels=labels.astype(np.int64))
 
 

@@ -44,6 +44,12 @@ class Checkout:
     def run(self, *args: str) -> subprocess.CompletedProcess:
         return self.cli("run", self.notebook, *args)
 
+    def sweep_file(self, body: str) -> Path:
+        """``s.yaml`` in the scratch folder: the training notebook, runs under ``S/``, and ``body``."""
+        path = self.scratch / "s.yaml"
+        path.write_text(f"notebook: {self.notebook}\nout_root: {self.scratch / 'S'}\n{body}")
+        return path
+
     def py(self, code: str) -> tuple[str, str]:
         """``("ok", printed)`` or ``(exception type, message)`` of a snippet."""
         wrapped = "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") + (
@@ -138,11 +144,10 @@ def case_checkpoint_past_the_last_epoch(c):
 
 
 def case_prune_of_an_unfinished_sweep(c):
-    sweep = c.scratch / "sweep.yaml"
-    sweep.write_text(f"notebook: {c.notebook}\nout_root: {c.scratch / 'S'}\nrunner: train\n"
-                     "params: {epochs: 1, train_size: 300, val_size: 200, loss: dual_focal_loss}\n"
-                     "grid: {gamma: [1, 2], seed: [1, 2]}\n"
-                     "select: {by: loss, params: [gamma], among: [dual_focal_loss]}\n")
+    sweep = c.sweep_file("runner: train\n"
+                         "params: {epochs: 1, train_size: 300, val_size: 200, loss: dual_focal_loss}\n"
+                         "grid: {gamma: [1, 2], seed: [1, 2]}\n"
+                         "select: {by: loss, params: [gamma], among: [dual_focal_loss]}\n")
     c.py(f"""
 from calibnb import runs
 plan = runs.plan("{sweep}")
@@ -234,34 +239,29 @@ def case_duplicate_key_in_a_parameter_file(c):
 
 
 def case_duplicate_key_in_a_sweep_grid(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\n"
-                                      "grid:\n  seed: [1]\n  seed: [2]\n")
+    c.sweep_file("grid:\n  seed: [1]\n  seed: [2]\n")
     return refused(c.cli("sweep", "s.yaml", "--dry-run"), "s.yaml", "seed")
 
 
 def case_seed_010(c):
-    sweep = c.scratch / "s.yaml"
-    sweep.write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\ngrid: {{seed: [010]}}\n")
+    sweep = c.sweep_file("grid: {seed: [010]}\n")
     kind, printed = c.py(f"from calibnb import runs; print(runs.expand_grid('{sweep}')[0]['seed'])")
     return "correct" if (kind, printed) == ("ok", "10") else "silent" if kind == "ok" else "unclear"
 
 
 def case_epochs_sexagesimal(c):
-    sweep = c.scratch / "s.yaml"
-    sweep.write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\ngrid: {{epochs: [2:30]}}\n")
+    sweep = c.sweep_file("grid: {epochs: [2:30]}\n")
     return raised(c.py(f"from calibnb import runs; print(runs.expand_grid('{sweep}')[0]['epochs'])"), "epochs")
 
 
 def case_misspelled_model_params_key(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\n"
-                                      "params: {model_params: {hiden: [8]}}\ngrid: {seed: [1]}\n")
+    c.sweep_file("params: {model_params: {hiden: [8]}}\ngrid: {seed: [1]}\n")
     return refused(c.cli("sweep", "s.yaml", "--dry-run"), "hiden")
 
 
 def case_selection_among_a_misspelled_loss(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\n"
-                                      "grid: {loss: [focal_loss], gamma: [1, 3]}\n"
-                                      "select: {by: loss, params: [gamma], among: [focal_los]}\n")
+    c.sweep_file("grid: {loss: [focal_loss], gamma: [1, 3]}\n"
+                 "select: {by: loss, params: [gamma], among: [focal_los]}\n")
     return refused(c.cli("sweep", "s.yaml", "--dry-run"), "focal_los")
 
 
@@ -342,14 +342,12 @@ def case_parameter_file_is_a_folder(c):
 
 
 def case_unknown_executor_key(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\n"
-                                      "executor: {name: slurm, slurm_partiton: gpu}\ngrid: {seed: [1]}\n")
+    c.sweep_file("executor: {name: slurm, slurm_partiton: gpu}\ngrid: {seed: [1]}\n")
     return refused(c.cli("sweep", "s.yaml", "--dry-run"), "slurm_partiton")
 
 
 def case_slurm_where_there_is_none(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\n"
-                                      "executor: {name: slurm}\ngrid: {seed: [1]}\n")
+    c.sweep_file("executor: {name: slurm}\ngrid: {seed: [1]}\n")
     return refused(c.cli("sweep", "s.yaml"), "slurm")
 
 
@@ -365,9 +363,9 @@ def case_diverging_run(c):
 
 
 def case_failed_run_in_a_sweep(c):
-    (c.scratch / "s.yaml").write_text(f"notebook: {c.notebook}\nout_root: {c.scratch}/S\nrunner: train\n"
-                                      "params: {epochs: 1, train_size: 300, val_size: 200}\n"
-                                      "grid: [{seed: [1]}, {seed: 2, lr: 1.0e+6}]\n")
+    c.sweep_file("runner: train\n"
+                 "params: {epochs: 1, train_size: 300, val_size: 200}\n"
+                 "grid: [{seed: [1]}, {seed: 2, lr: 1.0e+6}]\n")
     return refused(c.cli("sweep", "s.yaml"), "seed2")
 
 

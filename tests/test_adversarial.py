@@ -11,3 +11,7 @@ from conftest import REPO
 @pytest.mark.parametrize("case", CASES)
 def test_an_adversarial_case_is_refused_clearly_or_answered_correctly(case):
     assert judge(case, REPO) in ("clear", "correct")
+
+
+def test_the_readme_states_how_many_cases_there_are():
+    assert f"tries {len(CASES)} hostile cases" in (REPO / "README.md").read_text()

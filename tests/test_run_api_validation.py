@@ -20,6 +20,7 @@ from calibnb import atomic, runs, train
 MODULES = {"calibnb.atomic": atomic, "calibnb.runs": runs, "calibnb.train": train}
 #: Public names not called generically, with the reason.
 EXCLUDED = {
+    "calibnb.atomic.FLOAT16_MAX": "a constant",
     "calibnb.atomic.SEAL_KEYS": "a constant",
     "calibnb.runs.EXECUTION_KEYS": "a constant",
     "calibnb.runs.FAMILIES": "a constant",

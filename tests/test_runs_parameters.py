@@ -183,3 +183,12 @@ def test_every_section_of_a_sweep_file_is_checked_key_by_key(tmp_path, section, 
     with pytest.raises(ValueError, match=rf"{path}: {message}"):
         expand_grid(path)
     assert not list(tmp_path.glob("*/"))  # nothing ran, nothing was written
+
+
+def test_the_training_notebook_declares_exactly_the_training_knobs():
+    """The knobs are declared once (TrainConfig): the notebook's parameters cell holds the same
+    names and defaults, and the notebook builds its config from them with from_namespace."""
+    from calibnb.runs.parameters import training_defaults
+
+    assert declared_parameters(TRAIN) == training_defaults()
+    assert "TrainConfig.from_namespace(globals())" in TRAIN.read_text()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-import inspect
 import os
 import tempfile
 from pathlib import Path
@@ -118,13 +117,8 @@ def training_defaults() -> dict:
 def canonical_training_parameters(params: dict) -> dict:
     """The canonical form (see :func:`canonical_parameters`) of training parameters given without a
     notebook (the ``train`` runner), checked by :func:`check_training_parameters`."""
-    defaults = training_defaults()
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        hint = did_you_mean(unknown[0], defaults) or ""
-        raise ValueError(f"unknown training parameter {unknown[0]!r}{hint}")
-    full = _flat_loss_params({**defaults, **params})
-    check_training_parameters(full)
+    full = _flat_loss_params({**training_defaults(), **params})
+    check_training_parameters(full)  # an unknown name too, with the closest known one
     return full
 
 
@@ -162,8 +156,4 @@ def check_training_parameters(params: dict) -> None:
 
 
 def _is_training_notebook(declared: dict) -> bool:
-    from ..train import TrainConfig
-    from ..train.config import FLAT_LOSS_PARAMS
-
-    known = set(inspect.signature(TrainConfig).parameters) | set(FLAT_LOSS_PARAMS)
-    return bool(declared) and set(declared) == known
+    return bool(declared) and set(declared) == set(training_defaults())

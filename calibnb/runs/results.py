@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._validation import check_table
 from ..atomic import check_file, check_seal, load_logits, seal, write_json
-from .execute import FINISHED_MARKER
+from .execute import FINISHED_MARKER, is_pruned
 from .methods import label_methods
 from .naming import EXECUTION_KEYS
 from .schemas import read_json, read_run_metrics
@@ -156,9 +156,24 @@ def select_runs(config: str | os.PathLike | dict) -> pd.DataFrame:
 VALIDATION_KEYS = ("val", "gammas", "adafocal_updates")
 
 
-def prune_unselected(
+def losing_runs(
     root: str | os.PathLike, by: str | list[str], params: list[str], metric: str = "val_ece",
     among: list | None = None,
+) -> list[Path]:
+    """The finished runs below ``root`` that :func:`select_by_validation` does not choose (the
+    arguments are a sweep file's ``select`` section), pruned ones included, in sorted order."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnfinishedRunsWarning)  # the caller decides about those
+        table = load_results(root)
+    if table.empty:
+        return []
+    selected = set(select_by_validation(table, by, params, metric, among)["run_dir"])
+    return [Path(d) for d in sorted(set(table["run_dir"]) - selected)]
+
+
+def prune_unselected(
+    root: str | os.PathLike, by: str | list[str], params: list[str], metric: str = "val_ece",
+    among: list | None = None, dry_run: bool = False,
 ) -> list[Path]:
     """Reduce the runs that lose :func:`select_by_validation` to their validation part.
 
@@ -167,14 +182,11 @@ def prune_unselected(
     ``logits_val.npz`` and the :data:`VALIDATION_KEYS` of ``metrics.json`` (so the selection can
     be recomputed and checked); their test and out-of-distribution logits and metrics are
     deleted, which keeps committed results small. A pruned run still counts as finished, so a
-    sweep does not redo it. Returns the pruned run folders.
+    sweep does not redo it. Returns the pruned run folders (those pruned before are left as they
+    are); with ``dry_run``, the same list, and nothing is deleted.
     """
-    table = load_results(root)
-    if table.empty:
-        return []
-    selected = set(select_by_validation(table, by, params, metric, among)["run_dir"])
-    pruned = []
-    for run_dir in map(Path, sorted(set(table["run_dir"]) - selected)):
+    losing = losing_runs(root, by, params, metric, among)
+    for run_dir in [] if dry_run else [d for d in losing if not is_pruned(d)]:
         metrics = read_run_metrics(run_dir / FINISHED_MARKER)
         for path in run_dir.glob("logits_*.npz"):
             if path.name != "logits_val.npz":
@@ -182,8 +194,7 @@ def prune_unselected(
         kept = [name for name in ("params.yaml", "logits_val.npz", "history.csv") if (run_dir / name).is_file()]
         write_json(run_dir / FINISHED_MARKER, seal({k: v for k, v in metrics.items() if k in VALIDATION_KEYS},
                                                   run_dir, kept))
-        pruned.append(run_dir)
-    return pruned
+    return losing
 
 
 def run_of(selected: pd.DataFrame, method: str, seed: int) -> pd.Series:

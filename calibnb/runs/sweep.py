@@ -42,7 +42,6 @@ import functools
 import itertools
 import os
 import re
-import warnings
 from pathlib import Path
 
 from .execute import execute, is_finished, is_pruned, run_training
@@ -234,14 +233,11 @@ def plan(config: str | os.PathLike | dict) -> list[tuple[dict, Path, bool]]:
     done = [is_finished(root / name) for _, name in runs]
     pruned = [i for i, (_, name) in enumerate(runs) if done[i] and is_pruned(root / name)]
     if pruned and config.get("select"):
-        from .results import load_results, select_by_validation
+        from .results import losing_runs
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unfinished runs are this plan's own business
-            table = load_results(root)
-        chosen = {Path(d).name for d in select_by_validation(table, **config["select"])["run_dir"]}
+        losing = {folder.name for folder in losing_runs(root, **config["select"])}
         for i in pruned:
-            done[i] = done[i] and runs[i][1] not in chosen
+            done[i] = runs[i][1] in losing
     return [(params, root / name, finished) for (params, name), finished in zip(runs, done)]
 
 
@@ -337,7 +333,7 @@ def prune_sweep(config: str | os.PathLike | dict, dry_run: bool = False) -> list
     once every run of the sweep is finished (naming the ones that are not, else), so no run that a
     later result could still select loses its test data. With ``dry_run`` nothing is deleted and
     the folders that would be pruned are returned."""
-    from .results import load_results, prune_unselected, select_by_validation
+    from .results import prune_unselected
 
     where = str(config) if isinstance(config, (str, os.PathLike)) else "config"
     loaded = load_config(config)
@@ -349,11 +345,7 @@ def prune_sweep(config: str | os.PathLike | dict, dry_run: bool = False) -> list
         names = ", ".join(folder.name for folder in missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise ValueError(f"{where}: {len(missing)} run(s) of the sweep are not finished ({names}); run the sweep "
                          "to the end first, so the selection that pruning applies is final")
-    if dry_run:
-        table = load_results(loaded["out_root"])
-        chosen = set(select_by_validation(table, **select)["run_dir"])
-        return [Path(d) for d in sorted(set(table["run_dir"]) - chosen) if not is_pruned(d)]
-    return prune_unselected(loaded["out_root"], **select)
+    return prune_unselected(loaded["out_root"], **select, dry_run=dry_run)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -29,7 +29,7 @@ from torch import nn
 import calibnb
 
 from .._validation import check_type
-from ..atomic import save_logits, seal, write_json, write_text
+from ..atomic import fits_float16, save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
 from ..losses import AdaFocalLoss, get_loss
@@ -221,8 +221,8 @@ class Trainer:
         """Stop a diverged run at the end of the epoch it diverged in, before its checkpoint is
         written (a resume then starts from the last sound epoch): validation logits that are not
         finite, or beyond what the run's float16 artifacts can hold, mean the weights blew up."""
-        largest = float(np.abs(val_logits).max()) if np.isfinite(val_logits).all() else math.inf
-        if largest > float(np.finfo(np.float16).max):
+        if not fits_float16(val_logits):
+            largest = float(np.abs(val_logits).max()) if np.isfinite(val_logits).all() else math.inf
             raise FloatingPointError(
                 f"the network diverged in epoch {epoch + 1}: its validation logits reach {largest:g} "
                 f"(loss={self.config.loss!r}, lr={self.optimizer.param_groups[0]['lr']}); lower the "
@@ -317,7 +317,7 @@ def train(config: TrainConfig | dict) -> dict:
 def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
     """Evaluate on the stored (float16) logits and write the run's artifacts, metrics last."""
     def half(z: np.ndarray, split: str = "test") -> np.ndarray:
-        if not np.isfinite(z).all() or float(np.abs(z).max()) > float(np.finfo(np.float16).max):
+        if not fits_float16(z):
             raise FloatingPointError(f"the network diverged: its {split} logits are not finite or beyond "
                                      "float16's range, which the run's artifacts hold; lower the learning rate")
         return z.astype(np.float16).astype(np.float64)
