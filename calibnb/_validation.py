@@ -253,18 +253,3 @@ def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
     return value
-
-
-def progress_bar():
-    """tqdm's notebook bar where Jupyter widgets are installed, else its text bar.
-
-    ``tqdm.auto`` falls back to the text bar by itself, but warns (with the path of the
-    environment) when ipywidgets is missing; this picks the text bar without the warning.
-    """
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        from tqdm import tqdm
-    else:
-        from tqdm.auto import tqdm
-    return tqdm

@@ -61,5 +61,5 @@ def test_the_training_loops_step_and_gamma_update_do_not_synchronise(cuda, loss)
         for idx in order[1:4]:
             trainer.step(idx)
         if loss == "adafocal":
-            trainer.update_validation_bins()
+            trainer.observe_validation_on_device()
     assert torch.isfinite(trainer.running).all().item()

@@ -384,9 +384,17 @@ def test_registry_names_are_the_functional_names():
 def test_adafocal_state_travels_with_the_module():
     loss = get_loss("adafocal", n_bins=4)
     state = loss.state_dict()
-    assert set(state) == {"gammas", "edges"}
+    assert set(state) == {"gammas", "edges", "_extra_state"}  # the extra state is the update history
     assert state["gammas"].tolist() == [1.0] * 4
     assert state["edges"].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert state["_extra_state"] == []
+    loss.update(np.array([[0.9, 0.1], [0.6, 0.4], [0.2, 0.8], [0.7, 0.3]]), np.array([0, 1, 1, 0]))
+    again = get_loss("adafocal", n_bins=4)
+    again.load_state_dict(loss.state_dict())
+    assert again.gammas.tolist() == loss.gammas.tolist() != [1.0] * 4
+    assert len(again.history) == 1
+    for key, value in loss.history[0].items():
+        np.testing.assert_array_equal(again.history[0][key], value)
 
 
 # ---------------------------------------------------------------- bad input
@@ -476,11 +484,11 @@ MODULE_CASES = [(name, cls) for name, cls in LOSSES.items() if name not in ("ada
 
 
 @pytest.mark.parametrize(("name", "cls"), MODULE_CASES, ids=[name for name, _ in MODULE_CASES])
-def test_every_module_is_a_written_out_class_equal_to_its_functional(name, cls):
-    """The module classes are ordinary classes a reader can open (``inspect.getsource``), whose
-    parameters are the functional's, and whose output is the functional's."""
+def test_every_module_is_a_class_of_its_functional_equal_to_it(name, cls):
+    """The module classes are ordinary classes a reader can open (``inspect.getsource``) that name
+    their functional, whose parameters are the functional's, and whose output is the functional's."""
     source = inspect.getsource(cls)
-    assert source.startswith(f"class {cls.__name__}(") and "def forward" in source
+    assert source.startswith(f"class {cls.__name__}(") and f"functional = staticmethod({name})" in source
     functional = getattr(calibnb.losses, name)
     assert cls.functional is functional
     public = list(inspect.signature(functional).parameters.values())[2:]

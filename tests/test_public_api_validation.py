@@ -48,7 +48,7 @@ from sklearn.exceptions import NotFittedError
 from calibnb import calibration, losses, metrics
 from calibnb.losses import reference
 from calibnb.losses._common import FOCAL_GAMMA_MAX, TERM_WEIGHT_MAX, max_logit_spread
-from calibnb.losses.focal import INVERSE_GAMMA_MAX
+from calibnb.losses._common import INVERSE_GAMMA_MAX
 
 #: The modules whose ``__all__`` is discovered (calibnb.atomic, calibnb.runs and calibnb.train are
 #: left out while another change rewrites them; see the module docstring).
@@ -178,7 +178,9 @@ class Api:
                 owner, method = self.target
                 instance, args = owner(**self.owner_args), with_grad(args)
                 result = getattr(instance, method)(**args)
-                return list(instance.state_dict().values()) if result is None else with_gradients(result, args)
+                if result is None:  # its buffers (its extra state, a record of updates, is judged by them)
+                    return [v for v in instance.state_dict().values() if isinstance(v, torch.Tensor)]
+                return with_gradients(result, args)
             args = with_grad(args)
             return with_gradients(self.target(**args), args)
 
@@ -245,12 +247,15 @@ def parameter_roles(name: str, module: str, function, skip: int = 0):
 
 
 def public_methods(cls) -> list[str]:
-    """Public methods (not properties) defined by calibnb's classes in ``cls``'s MRO."""
+    """Public methods (not properties) defined by calibnb's classes in ``cls``'s MRO, except
+    overrides of ``torch.nn.Module``'s own protocol (``set_extra_state``...), which torch calls."""
     names = []
     for klass in cls.__mro__:
         if not klass.__module__.startswith("calibnb"):
             continue
         for attr, value in vars(klass).items():
+            if attr in vars(torch.nn.Module):
+                continue
             if not attr.startswith("_") and inspect.isfunction(value) and attr not in names:
                 names.append(attr)
     return names

@@ -28,7 +28,7 @@ TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]
         ({"lr": 0.0}, ValueError, "lr must be > 0"),
         ({"loss": "focal_loss", "loss_params": {"gamma": -1}}, ValueError, "loss_params"),
         ({"loss": "cross_entropy", "loss_params": {"gamma": 2}}, ValueError, "do not fit loss"),
-        ({"adafocal_update_every": 10}, ValueError, "adafocal_update_every applies to loss='adafocal'"),
+        ({"adafocal_update_every": 10}, ValueError, "adafocal_update_every applies to the losses that learn"),
         ({"resume": True}, ValueError, "resume=True needs an out_dir"),
         ({"device": "cuda"}, ValueError, "CUDA is not available"),
         ({"device": "gpu0"}, ValueError, "is not a torch device"),

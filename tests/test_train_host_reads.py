@@ -33,7 +33,7 @@ def test_adafocals_in_epoch_update_reads_nothing_back():
     trainer = Trainer({**TINY, "loss": "adafocal", "adafocal_update_every": 2})
     before = trainer.loss_fn.gammas.clone()
     with count_host_reads() as reads:
-        trainer.update_validation_bins()
+        trainer.observe_validation_on_device()
     assert reads.total == 0, dict(reads.counts)
     assert not torch.equal(trainer.loss_fn.gammas, before) and len(trainer.loss_fn.history) == 1
 

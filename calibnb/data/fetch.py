@@ -156,7 +156,7 @@ def download(url: str, dest: Path, *, md5: str, progress: bool | None = None) ->
 
     Raises ``OSError`` (unreachable, interrupted) or ``ValueError`` (checksum), leaving no file.
     """
-    from .._validation import progress_bar
+    from .._progress import progress_bar
 
     tqdm = progress_bar()
 

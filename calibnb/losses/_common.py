@@ -15,7 +15,7 @@ import math
 import torch
 from torch import Tensor
 
-from calibnb._validation import SIMPLEX_ATOL, check_choice, check_real
+from calibnb._validation import SIMPLEX_ATOL, check_choice
 
 REDUCTIONS = ("mean", "sum", "none")
 _HALF = (torch.float16, torch.bfloat16)
@@ -112,21 +112,16 @@ def max_logit_spread(dtype: torch.dtype) -> float:
 #: its γ at 1e3.
 FOCAL_GAMMA_MAX = 1e3
 
+#: The largest γ of inverse focal loss (and the largest |γ| of AdaFocal's inverse focal bins): its
+#: weight (1 + p_t)^γ reaches 2^γ, and 2^100 leaves float32 (whose largest value is about 2^128)
+#: room for the gradient's further factors.
+INVERSE_GAMMA_MAX = 100.0
+
 #: The largest weight ``lam`` of a term added to a loss (FCL's Brier term, MMCE). Beyond about
 #: 1 / eps(float32) = 8e6 the base loss is below the rounding of the added term, so the sum is
 #: the term alone; 1e6 keeps every float32 value and gradient finite (lam = 1e300 gave inf).
 #: The papers use 0.5 to 8.
 TERM_WEIGHT_MAX = 1e6
-
-
-def check_focal_gamma(gamma: float, name: str = "gamma") -> float:
-    """Validate a focal γ: a real number in ``[0, FOCAL_GAMMA_MAX]``."""
-    return check_real(gamma, name, minimum=0.0, maximum=FOCAL_GAMMA_MAX)
-
-
-def check_term_weight(lam: float, name: str = "lam") -> float:
-    """Validate the weight of an added loss term: a real number in ``[0, TERM_WEIGHT_MAX]``."""
-    return check_real(lam, name, minimum=0.0, maximum=TERM_WEIGHT_MAX)
 
 
 def check_reduction(reduction: str) -> str:

@@ -18,26 +18,27 @@ metrics' ``(lo, hi]`` assignment.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from calibnb._validation import (
-    check_choice, check_labels, check_n_bins, check_probs, check_real, check_vector, to_numpy,
-)
-from calibnb.losses._common import FOCAL_GAMMA_MAX, check_logits_targets, check_reduction, check_validate, lookup
+from calibnb._validation import check_labels, check_n_bins, check_probs, check_vector, to_numpy
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
 from calibnb.losses._fused import focal_family
-from calibnb.losses.focal import INVERSE_GAMMA_MAX
+from calibnb.losses.base import TrainingLoss, validation_set
+from calibnb.losses.declarations import ADAFOCAL, CALFOCAL
 from calibnb.metrics.binning import mass_group_starts
 
 
 def adafocal_update(
     gammas,
     gaps,
-    lam: float = 1.0,
-    switch: float = 0.2,
-    gamma_min: float = -2.0,
-    gamma_max: float = 20.0,
+    lam: float = ADAFOCAL.default("lam"),
+    switch: float = ADAFOCAL.default("switch"),
+    gamma_min: float = ADAFOCAL.default("gamma_min"),
+    gamma_max: float = ADAFOCAL.default("gamma_max"),
 ):
     """One gamma-update step of AdaFocal (Ghosh et al. 2022, Algorithm 1, lines 14-23).
 
@@ -53,9 +54,8 @@ def adafocal_update(
     numpy array. Note that ``gamma = 0`` counts as focal, so it switches to ``-switch`` at the
     next update (Algorithm 1; the reference code sends it to ``+switch``).
     """
-    lam = check_real(lam, "lam", minimum=0.0)
-    switch = check_real(switch, "switch", minimum=0.0)
-    gamma_min, gamma_max = check_gamma_range(gamma_min, gamma_max)
+    lam, switch, gamma_min, gamma_max = ADAFOCAL.checked(lam=lam, switch=switch, gamma_min=gamma_min,
+                                                         gamma_max=gamma_max)
     g = to_numpy(gammas, "gammas").astype(np.float64)
     e = to_numpy(gaps, "gaps").astype(np.float64)
     if g.ndim != 1 or g.size == 0 or not np.isfinite(g).all():
@@ -71,17 +71,6 @@ def adafocal_update(
     if isinstance(gammas, Tensor):
         return torch.as_tensor(new, dtype=gammas.dtype, device=gammas.device)
     return new
-
-
-def check_gamma_range(gamma_min: float, gamma_max: float) -> tuple[float, float]:
-    """Validate AdaFocal's clipping range: ``gamma_min <= gamma_max``, each error naming both,
-    ``gamma_min >= -INVERSE_GAMMA_MAX`` (an inverse focal weight ``(1 + p_t)^|γ|`` beyond
-    it leaves float32's range) and ``gamma_max <= FOCAL_GAMMA_MAX``."""
-    gamma_min = check_real(gamma_min, "gamma_min", minimum=-INVERSE_GAMMA_MAX)
-    gamma_max = check_real(gamma_max, "gamma_max", maximum=FOCAL_GAMMA_MAX)
-    if gamma_max < gamma_min:
-        raise ValueError(f"gamma_max must be >= gamma_min, got gamma_max={gamma_max:g} and gamma_min={gamma_min:g}")
-    return gamma_min, gamma_max
 
 
 def update_gammas(
@@ -102,7 +91,7 @@ def adafocal_loss(
     targets: Tensor,
     gammas,
     edges,
-    base: str = "focal",
+    base: str = ADAFOCAL.default("base"),
     reduction: str = "mean",
     validate: bool = True,
 ) -> Tensor:
@@ -114,11 +103,11 @@ def adafocal_loss(
     ``d = p_t`` (``base="focal"``) or ``d = p_t - p_j`` (``base="dual"``, the dual focal form of
     AdaDualFocal). No gradient flows through gamma. ``validate``: see
     :func:`calibnb.losses.focal_loss`; it also checks the values of ``gammas`` (finite, at least
-    ``-INVERSE_GAMMA_MAX``, an inverse focal weight ``(1 + d)^|gamma|`` beyond it leaves float32, and at
-    most ``FOCAL_GAMMA_MAX``)
+    the smallest ``gamma_min`` and at most the largest ``gamma_max`` of
+    :data:`~calibnb.losses.declarations.ADAFOCAL`)
     and ``edges`` (finite, sorted), reading them to the host.
     """
-    base = check_choice(base, "base", ("focal", "dual"))
+    [base] = ADAFOCAL.checked(base=base)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     gammas, edges = check_bins(gammas, edges, validate)
@@ -133,7 +122,8 @@ def check_bins(gammas, edges, validate: bool = True):
         raise ValueError(f"gammas must be a non-empty 1-D array and edges must have shape (len(gammas) + 1,), "
                          f"got {e_shape} for gammas {g_shape}")
     if validate:
-        check_vector(gammas, "gammas", minimum=-INVERSE_GAMMA_MAX, maximum=FOCAL_GAMMA_MAX)
+        check_vector(gammas, "gammas", minimum=ADAFOCAL.params["gamma_min"].minimum,
+                     maximum=ADAFOCAL.params["gamma_max"].maximum)
         check_vector(edges, "edges", non_decreasing=True)
     return gammas, edges
 
@@ -155,7 +145,7 @@ def validation_binned_focal(
     return focal_family(logits, targets, rule, family, reduction=reduction, validate=validate)
 
 
-class ValidationBinnedLoss(nn.Module):
+class ValidationBinnedLoss(TrainingLoss):
     """Shared state of AdaFocal and CalFocal: bin edges over ``[0, 1]``, the bin lookup, and an
     :meth:`update` from the validation set that a training loop calls between batches.
 
@@ -165,6 +155,8 @@ class ValidationBinnedLoss(nn.Module):
     logs). Arrays (numpy) are checked as probabilities first; tensors only when the loss was
     built with ``validate=True``.
     """
+
+    learns_from_validation = True
 
     def __init__(self, n_bins: int, reduction: str, validate: bool) -> None:
         super().__init__()
@@ -183,6 +175,19 @@ class ValidationBinnedLoss(nn.Module):
             self._pending.clear()
         return self._history
 
+    def observe_validation(self, val_probs, val_labels) -> None:
+        """The trainer's hook (:class:`~calibnb.losses.base.TrainingLoss`): :meth:`update`."""
+        self.update(val_probs, val_labels)
+
+    def get_extra_state(self) -> list[dict[str, Tensor]]:
+        """:attr:`history` in the ``state_dict`` (as tensors, which ``torch.load(weights_only=True)``
+        reads), so that a checkpoint resumes it."""
+        return [{key: torch.from_numpy(value) for key, value in record.items()} for record in self.history]
+
+    def set_extra_state(self, state: list[dict[str, Tensor]]) -> None:
+        self._pending.clear()
+        self._history[:] = [{key: value.cpu().numpy() for key, value in record.items()} for record in state]
+
     def validation_bins(self, val_probs, val_labels) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Equal-mass bins of validation top-label confidence: edges, counts, mean confidence,
         accuracy, as float64 tensors on the device of ``val_probs`` (on the CPU for arrays).
@@ -191,14 +196,7 @@ class ValidationBinnedLoss(nn.Module):
         with the ``(lo, hi]`` assignment of :func:`~calibnb.metrics.binning.assign_bins`,
         computed with tensor operations. Mean confidence and accuracy are NaN in an empty bin.
         """
-        if not isinstance(val_probs, Tensor) or self.validate:
-            probs = check_probs(val_probs, "val_probs")
-            checked = probs, check_labels(val_labels, *probs.shape, name="val_labels", probs_name="val_probs")
-            device = val_probs.device if isinstance(val_probs, Tensor) else torch.device("cpu")
-            val_probs, val_labels = (torch.from_numpy(a).to(device) for a in checked)
-        elif val_probs.ndim != 2 or val_labels.shape != val_probs.shape[:1]:
-            raise ValueError(f"val_probs (N, K) and val_labels (N,) do not fit: {tuple(val_probs.shape)}, "
-                             f"{tuple(val_labels.shape)}")
+        val_probs, val_labels = validation_set(val_probs, val_labels, self.validate)
         confidence, predicted = val_probs.to(torch.float64).max(dim=1)
         correct = (predicted == val_labels).to(torch.float64)
         edges = _mass_edges(torch.sort(confidence).values, self.n_bins)
@@ -234,27 +232,25 @@ class AdaFocalLoss(ValidationBinnedLoss):
     The forward pass is summed or averaged like any loss (``reduction``); the authors' code sums.
     """
 
+    declaration = ADAFOCAL
+
     def __init__(
         self,
-        n_bins: int = 15,
-        lam: float = 1.0,
-        gamma_init: float = 1.0,
-        gamma_max: float = 20.0,
-        gamma_min: float = -2.0,
-        switch: float = 0.2,
-        base: str = "focal",
+        n_bins: int = ADAFOCAL.default("n_bins"),
+        lam: float = ADAFOCAL.default("lam"),
+        gamma_init: float = ADAFOCAL.default("gamma_init"),
+        gamma_max: float = ADAFOCAL.default("gamma_max"),
+        gamma_min: float = ADAFOCAL.default("gamma_min"),
+        switch: float = ADAFOCAL.default("switch"),
+        base: str = ADAFOCAL.default("base"),
         reduction: str = "mean",
         validate: bool = True,
     ) -> None:
+        n_bins, lam, gamma_init, gamma_max, gamma_min, switch, base = ADAFOCAL.checked(
+            n_bins=n_bins, lam=lam, gamma_init=gamma_init, gamma_max=gamma_max, gamma_min=gamma_min, switch=switch,
+            base=base)
         super().__init__(n_bins, reduction, validate)
-        self.lam = check_real(lam, "lam", minimum=0.0)
-        self.gamma_min, self.gamma_max = check_gamma_range(gamma_min, gamma_max)
-        self.switch = check_real(switch, "switch", minimum=0.0)
-        gamma_init = check_real(gamma_init, "gamma_init")
-        if not self.gamma_min <= gamma_init <= self.gamma_max:
-            raise ValueError(f"gamma_init must lie in [gamma_min, gamma_max] = [{self.gamma_min:g}, "
-                             f"{self.gamma_max:g}], got {gamma_init:g}")
-        self.base = check_choice(base, "base", ("focal", "dual"))
+        self.lam, self.gamma_max, self.gamma_min, self.switch, self.base = lam, gamma_max, gamma_min, switch, base
         self.register_buffer("gammas", torch.full((self.n_bins,), gamma_init, dtype=torch.float64))
 
     def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
@@ -278,6 +274,19 @@ class AdaFocalLoss(ValidationBinnedLoss):
         self._pending.append({"edges": edges, "gaps": gaps, "gammas": gammas.clone()})
         return self.gammas.clone()
 
+    def adapted_gammas(self) -> list[float]:
+        """The bins' current γ (one history row per epoch)."""
+        return self.gammas.detach().cpu().tolist()
+
+    def run_record(self) -> dict:
+        """``adafocal_updates``: each update's bin ``edges``, ``gaps`` and new ``gammas`` (Fig. 5 of
+        Ghosh et al. 2022), an empty bin's gap and γ as None (JSON null)."""
+        def finite_or_none(values) -> list:
+            return [v if math.isfinite(v) else None for v in np.asarray(values, dtype=np.float64).ravel().tolist()]
+
+        return {"adafocal_updates": [{key: finite_or_none(value) for key, value in update.items()}
+                                     for update in self.history]}
+
     def extra_repr(self) -> str:
         return (
             f"n_bins={self.n_bins}, lam={self.lam}, gamma_max={self.gamma_max}, gamma_min={self.gamma_min}, "
@@ -298,14 +307,16 @@ class CalFocalLoss(ValidationBinnedLoss):
     for every ``p`` that matters.
     """
 
+    declaration = CALFOCAL
+
     def __init__(
-        self, n_bins: int = 15, lam: float = 10.0, case: int = 2, gamma_max: float = 1e3, reduction: str = "mean",
-        validate: bool = True,
+        self, n_bins: int = CALFOCAL.default("n_bins"), lam: float = CALFOCAL.default("lam"),
+        case: int = CALFOCAL.default("case"), gamma_max: float = CALFOCAL.default("gamma_max"),
+        reduction: str = "mean", validate: bool = True,
     ) -> None:
+        n_bins, lam, case, gamma_max = CALFOCAL.checked(n_bins=n_bins, lam=lam, case=case, gamma_max=gamma_max)
         super().__init__(n_bins, reduction, validate)
-        self.lam = check_real(lam, "lam", minimum=0.0)
-        self.case = check_choice(case, "case", (1, 2))
-        self.gamma_max = check_real(gamma_max, "gamma_max", minimum=1.0, maximum=FOCAL_GAMMA_MAX)
+        self.lam, self.case, self.gamma_max = lam, case, gamma_max
         centres = (self.edges[1:] + self.edges[:-1]) / 2
         self.register_buffer("accuracies", centres.clone())
         self.register_buffer("confidences", centres.clone())

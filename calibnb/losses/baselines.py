@@ -14,12 +14,12 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from calibnb._validation import check_real
 from calibnb.losses._common import (
-    check_log_probs, check_logits_targets, check_reduction, check_term_weight, check_validate, computes_host_free,
+    check_log_probs, check_logits_targets, check_reduction, check_validate, computes_host_free,
     per_sample_gradient, reduce,
 )
 from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
+from calibnb.losses.declarations import LABEL_SMOOTHING, MMCE
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
 #: of ``sqrt`` at a perfectly calibrated batch.
@@ -44,7 +44,7 @@ def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean", validat
 
 
 def label_smoothing_loss(
-    logits: Tensor, targets: Tensor, alpha: float = 0.05, reduction: str = "mean", validate: bool = True
+    logits: Tensor, targets: Tensor, alpha: float = LABEL_SMOOTHING.default("alpha"), reduction: str = "mean", validate: bool = True
 ) -> Tensor:
     """Cross-entropy against the smoothed label ``(1 - alpha) y + alpha / K`` (Müller et al. 2019).
 
@@ -55,7 +55,7 @@ def label_smoothing_loss(
     smoothing, and the FCL code spreads ``alpha / (K - 1)`` over the other classes instead.
     ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
+    [alpha] = LABEL_SMOOTHING.checked(alpha=alpha)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return focal_family(logits, targets, _cross_entropy_rule, smoothing=alpha, reduction=reduction, validate=validate)
@@ -64,8 +64,8 @@ def label_smoothing_loss(
 def mmce_loss(
     logits: Tensor,
     targets: Tensor,
-    lam: float = 2.0,
-    width: float = 0.4,
+    lam: float = MMCE.default("lam"),
+    width: float = MMCE.default("width"),
     reduction: str = "mean",
     validate: bool = True,
 ) -> Tensor:
@@ -82,8 +82,7 @@ def mmce_loss(
     ``validate``: see :func:`calibnb.losses.focal_loss`; on a GPU, or with ``validate=False``,
     MMCE_w is computed where the logits are (:func:`mmce_with_gradient_on_device`).
     """
-    lam = check_term_weight(lam)
-    width = check_real(width, "width", minimum=0.01)
+    lam, width = MMCE.checked(lam=lam, width=width)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     return _CrossEntropyPlusMMCE.apply(logits, targets, lam, width, reduction, computes_host_free(logits, validate))
@@ -122,7 +121,7 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
         return grad_logits.scatter_add_(1, predicted, through_r), None, None, None, None, None
 
 
-def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
+def mmce_weighted(logp: Tensor, targets: Tensor, width: float = MMCE.default("width")) -> Tensor:
     """Weighted MMCE ``MMCE_w`` of a batch (Kumar et al. 2018) with the Laplacian kernel.
 
     With ``r`` the top-label confidences, ``C`` the ``m`` correct and ``W`` the ``n`` wrong
@@ -138,7 +137,7 @@ def mmce_weighted(logp: Tensor, targets: Tensor, width: float = 0.4) -> Tensor:
     of logits) and targets in ``[0, K)``, both checked (:func:`~calibnb.losses._common.check_log_probs`);
     differentiable through ``r`` (:func:`mmce_with_gradient` gives ``dMMCE_w/dr``).
     """
-    width = check_real(width, "width", minimum=0.01)
+    [width] = MMCE.checked(width=width)
     logp, targets = check_log_probs(logp, targets)
     log_r, predicted = logp.max(dim=1)
     return _MMCEOfConfidences.apply(log_r.exp(), predicted == targets, width)

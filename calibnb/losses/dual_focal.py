@@ -10,28 +10,23 @@ closed-form backward are fused (:mod:`calibnb.losses._fused`; no double backward
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import (
-    check_focal_gamma, check_log_probs, check_logits_targets, check_reduction, check_validate,
-)
-from calibnb.losses._fused import DUAL_CHOICES, difference_to_target, dual_classes, focal_family
-from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
-
-#: The choices of ``dual`` (Table 4 of Tao et al. 2023); ``"none"`` is internal (focal loss).
-DUALS = tuple(name for name in DUAL_CHOICES if name != "none")
+from calibnb._validation import check_choice
+from calibnb.losses._common import check_log_probs, check_logits_targets, check_reduction, check_validate
+from calibnb.losses._fused import difference_to_target, dual_classes, focal_family
+from calibnb.losses.declarations import DUAL_FOCAL, DUAL_FOCAL_SD, DUALS
+from calibnb.losses.focal import scheduled_gamma
 
 
 def dual_focal_loss(
     logits: Tensor,
     targets: Tensor,
-    gamma: float = 5.0,
-    dual: str | float = "largest",
+    gamma: float = DUAL_FOCAL.default("gamma"),
+    dual: str | float = DUAL_FOCAL.default("dual"),
     reduction: str = "mean",
     validate: bool = True,
 ) -> Tensor:
@@ -45,8 +40,7 @@ def dual_focal_loss(
     The default ``gamma = 5`` is the authors' setting for ResNet-50 on CIFAR-10/100.
     ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    gamma = check_focal_gamma(gamma)
-    dual = check_dual(dual)
+    gamma, dual = DUAL_FOCAL.checked(gamma=gamma, dual=dual)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
@@ -58,8 +52,8 @@ def dual_focal_loss(
 def dual_focal_loss_sd(
     logits: Tensor,
     targets: Tensor,
-    gammas: Sequence[float] = FLSD53_GAMMAS,
-    thresholds: Sequence[float] = FLSD_THRESHOLDS,
+    gammas: Sequence[float] = DUAL_FOCAL_SD.default("gammas"),
+    thresholds: Sequence[float] = DUAL_FOCAL_SD.default("thresholds"),
     reduction: str = "mean",
     validate: bool = True,
 ) -> Tensor:
@@ -69,7 +63,7 @@ def dual_focal_loss_sd(
     ``gammas[i]`` where ``thresholds[i-1] <= p_k - p_j < thresholds[i]``, no gradient through
     gamma. Defaults are FLSD-53's schedule. ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    gammas, thresholds = check_schedule(gammas, thresholds)
+    gammas, thresholds = DUAL_FOCAL_SD.checked(gammas=gammas, thresholds=thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
@@ -93,11 +87,3 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
     picked = logp.gather(1, torch.cat([targets[:, None], index], dim=1))
     return picked[:, 0], (weight * picked[:, 1:].exp()).sum(1)
 
-
-def check_dual(dual: str | float) -> str | float:
-    """Validate ``dual``: one of :data:`DUALS` or a fixed offset in ``[0, 1]``."""
-    if isinstance(dual, str):
-        return check_choice(dual, "dual", DUALS)
-    if isinstance(dual, numbers.Real) and not isinstance(dual, bool):
-        return check_real(dual, "dual", minimum=0.0, maximum=1.0)
-    raise TypeError(f"dual must be one of {sorted(DUALS)} or a number in [0, 1], got {dual!r}")

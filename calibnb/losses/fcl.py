@@ -11,19 +11,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from calibnb._validation import check_choice
-from calibnb.losses._common import (
-    check_focal_gamma, check_logits_targets, check_reduction, check_term_weight, check_validate, reduce,
-)
+from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, reduce
 from calibnb.losses._fused import focal_family
+from calibnb.losses.declarations import FCL
 
 
 def focal_calibration_loss(
     logits: Tensor,
     targets: Tensor,
-    gamma: float = 2.0,
-    lam: float = 0.5,
-    norm: str = "l2",
+    gamma: float = FCL.default("gamma"),
+    lam: float = FCL.default("lam"),
+    norm: str = FCL.default("norm"),
     reduction: str = "mean",
     validate: bool = True,
 ) -> Tensor:
@@ -38,9 +36,7 @@ def focal_calibration_loss(
     Forward and closed-form backward are fused (:mod:`calibnb.losses._fused`).
     ``validate``: see :func:`calibnb.losses.focal_loss`.
     """
-    gamma = check_focal_gamma(gamma)
-    lam = check_term_weight(lam)
-    norm = check_choice(norm, "norm", ("l1", "l2"))
+    gamma, lam, norm = FCL.checked(gamma=gamma, lam=lam, norm=norm)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
     rule = lambda p_t, p_j: (gamma, False)  # noqa: E731

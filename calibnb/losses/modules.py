@@ -1,8 +1,9 @@
-"""``torch.nn.Module`` forms of the functional losses, written out as ``torch.nn`` writes its own.
+"""``torch.nn.Module`` forms of the functional losses, as ``torch.nn`` writes its own.
 
 ``FocalLoss(gamma=2)(logits, targets)`` is ``focal_loss(logits, targets, gamma=2)``. Each class
-takes the keyword parameters of its functional (same names, same defaults), checks them in
-``__init__`` with the functional's own checks, so a bad hyper-parameter fails where the loss is
+names its functional and nothing else: it takes the functional's keyword parameters (same names,
+same defaults, read from its signature), checks them in ``__init__`` against the loss's
+declaration (:mod:`calibnb.losses.declarations`), so a bad hyper-parameter fails where the loss is
 built, stores them as attributes, and calls the functional in ``forward``. ``validate=False``
 builds a loss for a training loop that checked its data once: it reads nothing back to the host
 (:func:`calibnb.losses.focal_loss`).
@@ -11,41 +12,60 @@ builds a loss for a training loop that checked its data once: it reads nothing b
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from typing import Callable
 
-from torch import Tensor, nn
+from torch import Tensor
 
-from calibnb._validation import check_choice, check_real
-from calibnb.losses._common import check_focal_gamma, check_reduction, check_term_weight, check_validate
+from calibnb.losses._common import check_reduction, check_validate
+from calibnb.losses.base import TrainingLoss
 from calibnb.losses.baselines import brier_loss, label_smoothing_loss, mmce_loss
-from calibnb.losses.dual_focal import check_dual, dual_focal_loss, dual_focal_loss_sd
+from calibnb.losses.declarations import DECLARATIONS
+from calibnb.losses.dual_focal import dual_focal_loss, dual_focal_loss_sd
 from calibnb.losses.fcl import focal_calibration_loss
-from calibnb.losses.focal import (
-    FLSD53_GAMMAS,
-    FLSD_THRESHOLDS,
-    check_inverse_gamma,
-    check_schedule,
-    cross_entropy,
-    focal_loss,
-    focal_loss_sd,
-    inverse_focal_loss,
-)
+from calibnb.losses.focal import cross_entropy, focal_loss, focal_loss_sd, inverse_focal_loss
+
+_SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-class _Loss(nn.Module):
-    """What the loss modules share: their functional, and their hyper-parameters by name."""
+class _Loss(TrainingLoss):
+    """A functional loss as a module: a subclass sets ``functional`` and gets its ``__init__``
+    (the functional's keyword parameters), ``forward``, ``hyperparameters`` and ``repr``."""
 
-    functional = staticmethod(cross_entropy)
+    functional: Callable
+    _names: tuple[str, ...]
 
-    def __init__(self, reduction: str, validate: bool) -> None:
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        params = list(inspect.signature(cls.functional).parameters.values())[2:]  # after logits, targets
+        cls._names = tuple(p.name for p in params)
+        cls.declaration = DECLARATIONS[cls.functional.__name__]
+
+        def __init__(self, *args, **kwargs) -> None:
+            _Loss.__init__(self, *args, **kwargs)
+
+        __init__.__signature__ = inspect.Signature([_SELF, *params])
+        cls.__init__ = __init__
+
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__()
-        self.reduction = check_reduction(reduction)
-        self.validate = check_validate(validate)
+        try:
+            bound = inspect.signature(type(self).__init__).bind(self, *args, **kwargs)
+        except TypeError as exc:  # an unknown or repeated keyword: name the loss
+            raise TypeError(f"{type(self).__name__}: {exc}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        del values["self"]
+        self.reduction = check_reduction(values.pop("reduction"))
+        self.validate = check_validate(values.pop("validate"))
+        for name, value in zip(values, self.declaration.checked(**values)):
+            setattr(self, name, value)
+
+    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return self.functional(logits, targets, *(getattr(self, name) for name in self._names))
 
     def hyperparameters(self) -> dict:
-        """The functional's keyword arguments, as stored (``reduction`` included)."""
-        names = list(inspect.signature(self.functional).parameters)[2:]
-        return {name: getattr(self, name) for name in names}
+        """The functional's keyword arguments, as stored (``reduction`` and ``validate`` included)."""
+        return {name: getattr(self, name) for name in self._names}
 
     def extra_repr(self) -> str:
         return ", ".join(f"{key}={value!r}" for key, value in self.hyperparameters().items())
@@ -56,12 +76,6 @@ class CrossEntropyLoss(_Loss):
 
     functional = staticmethod(cross_entropy)
 
-    def __init__(self, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return cross_entropy(logits, targets, reduction=self.reduction, validate=self.validate)
-
 
 class FocalLoss(_Loss):
     """Module form of :func:`calibnb.losses.focal_loss`: ``-(1 - p_t)^γ log p_t`` (Mukhoti et al.
@@ -69,26 +83,11 @@ class FocalLoss(_Loss):
 
     functional = staticmethod(focal_loss)
 
-    def __init__(self, gamma: float = 3.0, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.gamma = check_focal_gamma(gamma)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)
-
 
 class FocalLossSD(_Loss):
     """Module form of :func:`calibnb.losses.focal_loss_sd` (FLSD, Mukhoti et al. 2020, §5)."""
 
     functional = staticmethod(focal_loss_sd)
-
-    def __init__(self, gammas: Sequence[float] = FLSD53_GAMMAS, thresholds: Sequence[float] = FLSD_THRESHOLDS,
-                 reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.gammas, self.thresholds = check_schedule(gammas, thresholds)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction, validate=self.validate)
 
 
 class InverseFocalLoss(_Loss):
@@ -97,13 +96,6 @@ class InverseFocalLoss(_Loss):
 
     functional = staticmethod(inverse_focal_loss)
 
-    def __init__(self, gamma: float = 1.0, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.gamma = check_inverse_gamma(gamma)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return inverse_focal_loss(logits, targets, self.gamma, reduction=self.reduction, validate=self.validate)
-
 
 class DualFocalLoss(_Loss):
     """Module form of :func:`calibnb.losses.dual_focal_loss`: ``-(1 - p_t + p_j)^γ log p_t`` (Tao
@@ -111,23 +103,11 @@ class DualFocalLoss(_Loss):
 
     functional = staticmethod(dual_focal_loss)
 
-    def __init__(self, gamma: float = 5.0, dual: str | float = "largest", reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.gamma = check_focal_gamma(gamma)
-        self.dual = check_dual(dual)
 
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dual_focal_loss(logits, targets, self.gamma, self.dual, reduction=self.reduction, validate=self.validate)
-
-
-class DualFocalLossSD(FocalLossSD):
-    """Module form of :func:`calibnb.losses.dual_focal_loss_sd` (DFL with FLSD's γ schedule,
-    the same parameters as :class:`FocalLossSD`)."""
+class DualFocalLossSD(_Loss):
+    """Module form of :func:`calibnb.losses.dual_focal_loss_sd` (DFL with FLSD's γ schedule)."""
 
     functional = staticmethod(dual_focal_loss_sd)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return dual_focal_loss_sd(logits, targets, self.gammas, self.thresholds, reduction=self.reduction, validate=self.validate)
 
 
 class FocalCalibrationLoss(_Loss):
@@ -135,26 +115,11 @@ class FocalCalibrationLoss(_Loss):
 
     functional = staticmethod(focal_calibration_loss)
 
-    def __init__(self, gamma: float = 2.0, lam: float = 0.5, norm: str = "l2", reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.gamma = check_focal_gamma(gamma)
-        self.lam = check_term_weight(lam)
-        self.norm = check_choice(norm, "norm", ("l1", "l2"))
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return focal_calibration_loss(logits, targets, self.gamma, self.lam, self.norm, reduction=self.reduction, validate=self.validate)
-
 
 class BrierLoss(_Loss):
     """Module form of :func:`calibnb.losses.brier_loss`: ``sum_k (p_k - y_k)^2``."""
 
     functional = staticmethod(brier_loss)
-
-    def __init__(self, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return brier_loss(logits, targets, reduction=self.reduction, validate=self.validate)
 
 
 class LabelSmoothingLoss(_Loss):
@@ -162,24 +127,9 @@ class LabelSmoothingLoss(_Loss):
 
     functional = staticmethod(label_smoothing_loss)
 
-    def __init__(self, alpha: float = 0.05, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return label_smoothing_loss(logits, targets, self.alpha, reduction=self.reduction, validate=self.validate)
-
 
 class MMCELoss(_Loss):
     """Module form of :func:`calibnb.losses.mmce_loss`: cross-entropy plus ``λ MMCE_w`` (Kumar et
     al. 2018)."""
 
     functional = staticmethod(mmce_loss)
-
-    def __init__(self, lam: float = 2.0, width: float = 0.4, reduction: str = "mean", validate: bool = True) -> None:
-        super().__init__(reduction, validate)
-        self.lam = check_term_weight(lam)
-        self.width = check_real(width, "width", minimum=0.01)
-
-    def forward(self, logits: Tensor, targets: Tensor) -> Tensor:
-        return mmce_loss(logits, targets, self.lam, self.width, reduction=self.reduction, validate=self.validate)

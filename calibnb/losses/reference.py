@@ -16,16 +16,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from calibnb._validation import check_choice, check_real
 from calibnb.losses._common import (
-    check_focal_gamma, check_logits_targets, check_reduction,
-    check_term_weight, lookup, reduce,
+    check_logits_targets, check_reduction, lookup, reduce,
 )
-from calibnb.losses.dual_focal import check_dual
-from calibnb.losses.focal import (
-    FLSD53_GAMMAS, FLSD_THRESHOLDS, check_inverse_gamma, check_schedule,
-    scheduled_gamma,
+from calibnb.losses.declarations import (
+    ADAFOCAL, DUAL_FOCAL, DUAL_FOCAL_SD, FCL, FOCAL, FOCAL_SD, INVERSE_FOCAL,
+    LABEL_SMOOTHING, MMCE,
 )
+from calibnb.losses.focal import scheduled_gamma
 
 __all__ = [
     "adafocal_loss", "brier_loss", "cross_entropy", "dual_focal_loss",
@@ -43,12 +41,6 @@ def _log_softmax(logits: Tensor, targets: Tensor, reduction: str):
     return log_p, log_p.gather(1, targets[:, None]).squeeze(1)
 
 
-def _schedule(statistic: Tensor, gammas, thresholds) -> Tensor:
-    """FLSD's γ: ``gammas[i]`` where ``thresholds[i-1] <= statistic <
-    thresholds[i]`` (no gradient through γ)."""
-    return scheduled_gamma(statistic, *check_schedule(gammas, thresholds))
-
-
 def cross_entropy(logits: Tensor, targets: Tensor,
                   reduction: str = "mean") -> Tensor:
     """Cross-entropy ``L_CE = -log p_t``."""
@@ -56,47 +48,52 @@ def cross_entropy(logits: Tensor, targets: Tensor,
     return reduce(-log_p_t, reduction)
 
 
-def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0,
+def focal_loss(logits: Tensor, targets: Tensor,
+               gamma: float = FOCAL.default("gamma"),
                reduction: str = "mean") -> Tensor:
     """Focal loss ``L_FL = -(1 - p_t)^γ log p_t`` (Mukhoti et al. 2020,
     Eq. 1; Lin et al. 2017)."""
-    gamma = check_focal_gamma(gamma)
+    [gamma] = FOCAL.checked(gamma=gamma)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_t = log_p_t.exp()
     return reduce(-(1 - p_t) ** gamma * log_p_t, reduction)
 
 
-def focal_loss_sd(logits: Tensor, targets: Tensor, gammas=FLSD53_GAMMAS,
-                  thresholds=FLSD_THRESHOLDS,
+def focal_loss_sd(logits: Tensor, targets: Tensor,
+                  gammas=FOCAL_SD.default("gammas"),
+                  thresholds=FOCAL_SD.default("thresholds"),
                   reduction: str = "mean") -> Tensor:
     """Sample-dependent focal loss (Mukhoti et al. 2020, §5): γ is read
     off each sample's own ``p_t``; FLSD-53 is γ = 5 for ``p_t < 0.2``,
     else 3."""
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_t = log_p_t.exp()
-    gamma = _schedule(p_t, gammas, thresholds)
+    gamma = scheduled_gamma(p_t, *FOCAL_SD.checked(
+        gammas=gammas, thresholds=thresholds))  # no gradient through γ
     return reduce(-(1 - p_t) ** gamma * log_p_t, reduction)
 
 
 def inverse_focal_loss(logits: Tensor, targets: Tensor,
-                       gamma: float = 1.0,
+                       gamma: float = INVERSE_FOCAL.default("gamma"),
                        reduction: str = "mean") -> Tensor:
     """Inverse focal loss ``-(1 + p_t)^γ log p_t`` (Ghosh et al. 2022,
     Eq. 1)."""
-    gamma = check_inverse_gamma(gamma)
+    [gamma] = INVERSE_FOCAL.checked(gamma=gamma)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_t = log_p_t.exp()
     return reduce(-(1 + p_t) ** gamma * log_p_t, reduction)
 
 
 def dual_probability(logits: Tensor, targets: Tensor,
-                     dual: str | float = "largest") -> Tensor:
+                     dual: str | float = DUAL_FOCAL.default("dual")
+                     ) -> Tensor:
     """``p_j`` of Tao et al. (2023), Eq. 3 and Table 4. The classes
     strictly below the target, ranked by their logits (softmax keeps
     that order; ties by class index): the largest probability (DFL), the
     2nd or 3rd, the mean of the top 2 or 3 (missing ones count as 0), or
     the mean of all. A number is a fixed ``p_j``."""
-    if not isinstance(check_dual(dual), str):
+    [dual] = DUAL_FOCAL.checked(dual=dual)
+    if not isinstance(dual, str):
         return logits.new_full(targets.shape, float(dual))
     p = F.softmax(logits, dim=1)
     below = logits < logits.gather(1, targets[:, None])
@@ -113,12 +110,13 @@ def dual_probability(logits: Tensor, targets: Tensor,
     return ranked[:, rank - 1]
 
 
-def dual_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 5.0,
-                    dual: str | float = "largest",
+def dual_focal_loss(logits: Tensor, targets: Tensor,
+                    gamma: float = DUAL_FOCAL.default("gamma"),
+                    dual: str | float = DUAL_FOCAL.default("dual"),
                     reduction: str = "mean") -> Tensor:
     """Dual focal loss ``L_DFL = -(1 - p_t + p_j)^γ log p_t`` (Tao et al.
     2023, Eq. 3), gradient through ``p_j`` as in the authors' code."""
-    gamma = check_focal_gamma(gamma)
+    gamma, dual = DUAL_FOCAL.checked(gamma=gamma, dual=dual)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_j = dual_probability(logits.to(log_p_t.dtype), targets, dual)
     base = 1 - log_p_t.exp() + p_j
@@ -126,14 +124,16 @@ def dual_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 5.0,
 
 
 def dual_focal_loss_sd(logits: Tensor, targets: Tensor,
-                       gammas=FLSD53_GAMMAS, thresholds=FLSD_THRESHOLDS,
+                       gammas=DUAL_FOCAL_SD.default("gammas"),
+                       thresholds=DUAL_FOCAL_SD.default("thresholds"),
                        reduction: str = "mean") -> Tensor:
     """DFL-SD (the authors' ``dual_focal_loss_sd.py``): DFL with FLSD's
     γ schedule read off ``p_t - p_j``."""
     _, log_p_t = _log_softmax(logits, targets, reduction)
     p_j = dual_probability(logits.to(log_p_t.dtype), targets)
     margin = log_p_t.exp() - p_j
-    gamma = _schedule(margin, gammas, thresholds)
+    gamma = scheduled_gamma(margin, *DUAL_FOCAL_SD.checked(
+        gammas=gammas, thresholds=thresholds))  # no gradient through γ
     return reduce(-(1 - margin) ** gamma * log_p_t, reduction)
 
 
@@ -147,15 +147,14 @@ def brier_loss(logits: Tensor, targets: Tensor,
 
 
 def focal_calibration_loss(logits: Tensor, targets: Tensor,
-                           gamma: float = 2.0, lam: float = 0.5,
-                           norm: str = "l2",
+                           gamma: float = FCL.default("gamma"),
+                           lam: float = FCL.default("lam"),
+                           norm: str = FCL.default("norm"),
                            reduction: str = "mean") -> Tensor:
     """Focal calibration loss ``L_FCL = L_FL + λ ||p - y||^2`` (FCL
     paper, §3; squared L2 as in the authors' ``FCLUngated``);
     ``norm="l1"`` is the L1 distance of its Appendix A.15 ablation."""
-    gamma = check_focal_gamma(gamma)
-    lam = check_term_weight(lam)
-    norm = check_choice(norm, "norm", ("l1", "l2"))
+    gamma, lam, norm = FCL.checked(gamma=gamma, lam=lam, norm=norm)
     log_p, log_p_t = _log_softmax(logits, targets, reduction)
     y = F.one_hot(targets.long(), log_p.shape[1])
     gap = (log_p.exp() - y).abs()
@@ -165,11 +164,11 @@ def focal_calibration_loss(logits: Tensor, targets: Tensor,
 
 
 def label_smoothing_loss(logits: Tensor, targets: Tensor,
-                         alpha: float = 0.05,
+                         alpha: float = LABEL_SMOOTHING.default("alpha"),
                          reduction: str = "mean") -> Tensor:
     """Cross-entropy against the smoothed label ``s = (1 - α) y + α / K``
     (Müller et al. 2019): ``-sum_k s_k log p_k``."""
-    alpha = check_real(alpha, "alpha", minimum=0.0, maximum=1.0)
+    [alpha] = LABEL_SMOOTHING.checked(alpha=alpha)
     log_p, _ = _log_softmax(logits, targets, reduction)
     k = log_p.shape[1]
     y = F.one_hot(targets.long(), k).to(log_p.dtype)
@@ -177,15 +176,16 @@ def label_smoothing_loss(logits: Tensor, targets: Tensor,
     return reduce(-(smoothed * log_p).sum(1), reduction)
 
 
-def mmce_loss(logits: Tensor, targets: Tensor, lam: float = 2.0,
-              width: float = 0.4, reduction: str = "mean") -> Tensor:
+def mmce_loss(logits: Tensor, targets: Tensor,
+              lam: float = MMCE.default("lam"),
+              width: float = MMCE.default("width"),
+              reduction: str = "mean") -> Tensor:
     """Cross-entropy plus ``λ MMCE_w`` of the batch (Kumar et al. 2018):
     ``MMCE_w^2 = v^T K v``, Laplacian kernel ``K_ij = exp(-|r_i - r_j| /
     width)`` on the top-label confidences ``r``, ``v_i = (1 - r_i) / m``
     for the ``m`` correct predictions and ``-r_i / n`` for the ``n``
     wrong ones; 0 when either group is empty."""
-    lam = check_term_weight(lam)
-    width = check_real(width, "width", minimum=0.01)
+    lam, width = MMCE.checked(lam=lam, width=width)
     log_p, log_p_t = _log_softmax(logits, targets, reduction)
     log_r, predicted = log_p.max(dim=1)
     r, correct = log_r.exp(), predicted == targets
@@ -199,12 +199,13 @@ def mmce_loss(logits: Tensor, targets: Tensor, lam: float = 2.0,
 
 
 def adafocal_loss(logits: Tensor, targets: Tensor, gammas, edges,
-                  base: str = "focal", reduction: str = "mean") -> Tensor:
+                  base: str = ADAFOCAL.default("base"),
+                  reduction: str = "mean") -> Tensor:
     """AdaFocal (Ghosh et al. 2022, Eq. 5) given the bins' γ: a sample
     takes the γ of the bin ``[edges[b], edges[b+1])`` its ``d`` falls in,
     ``d = p_t`` (``base="dual"``: ``p_t - p_j``); ``-(1 - d)^γ log p_t``
     for γ ≥ 0, inverse focal ``-(1 + d)^|γ| log p_t`` for γ < 0."""
-    base = check_choice(base, "base", ("focal", "dual"))
+    [base] = ADAFOCAL.checked(base=base)
     _, log_p_t = _log_softmax(logits, targets, reduction)
     z = logits.to(log_p_t.dtype)
     p_j = dual_probability(z, targets) if base == "dual" else 0

@@ -2,34 +2,32 @@
 
 from __future__ import annotations
 
-from torch import nn
-
 from calibnb.losses import modules
 from calibnb.losses.adafocal import AdaFocalLoss, CalFocalLoss
+from calibnb.losses.base import TrainingLoss
 
-#: Functional name -> module class; plus the stateful ``"adafocal"`` and ``"calfocal"``.
-LOSSES: dict[str, type[nn.Module]] = {
-    **{
-        cls.functional.__name__: cls
-        for cls in (
-            modules.CrossEntropyLoss,
-            modules.FocalLoss,
-            modules.FocalLossSD,
-            modules.InverseFocalLoss,
-            modules.DualFocalLoss,
-            modules.DualFocalLossSD,
-            modules.FocalCalibrationLoss,
-            modules.BrierLoss,
-            modules.LabelSmoothingLoss,
-            modules.MMCELoss,
-        )
-    },
-    "adafocal": AdaFocalLoss,
-    "calfocal": CalFocalLoss,
+#: Each loss module by its declaration's name (:mod:`calibnb.losses.declarations`): the functional
+#: losses' names, and the stateful ``"adafocal"`` and ``"calfocal"``.
+LOSSES: dict[str, type[TrainingLoss]] = {
+    cls.declaration.name: cls
+    for cls in (
+        modules.CrossEntropyLoss,
+        modules.FocalLoss,
+        modules.FocalLossSD,
+        modules.InverseFocalLoss,
+        modules.DualFocalLoss,
+        modules.DualFocalLossSD,
+        modules.FocalCalibrationLoss,
+        modules.BrierLoss,
+        modules.LabelSmoothingLoss,
+        modules.MMCELoss,
+        AdaFocalLoss,
+        CalFocalLoss,
+    )
 }
 
 
-def get_loss(name: str, **params) -> nn.Module:
+def get_loss(name: str, **params) -> TrainingLoss:
     """Build the loss module registered as ``name`` with hyper-parameters ``params``.
 
     ``get_loss("focal_loss", gamma=3)`` is ``FocalLoss(gamma=3)``; ``get_loss("adafocal")``

@@ -196,7 +196,7 @@ def posthoc(config: str | os.PathLike | dict, progress: bool | None = None,
     ``jobs`` > 1 runs that many processes at once, each with one torch thread (every run is
     independent and deterministic, so the results do not depend on ``jobs``).
     """
-    from .._validation import progress_bar
+    from .._progress import progress_bar
 
     tqdm = progress_bar()
 

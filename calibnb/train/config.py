@@ -127,8 +127,10 @@ class TrainConfig:
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         self._check_ood()
-        if self.adafocal_update_every is not None and self.loss not in ("adafocal", "calfocal"):
-            raise ValueError("adafocal_update_every applies to loss='adafocal' (or 'calfocal') only")
+        if self.adafocal_update_every is not None and not LOSSES[self.loss].learns_from_validation:
+            learners = sorted(name for name, loss in LOSSES.items() if loss.learns_from_validation)
+            raise ValueError(f"adafocal_update_every applies to the losses that learn from the validation set "
+                             f"({', '.join(map(repr, learners))}), not loss={self.loss!r}")
         if self.resume and self.out_dir is None:
             raise ValueError("resume=True needs an out_dir holding the checkpoint")
         self._check_device()

@@ -32,8 +32,7 @@ from .._validation import check_type
 from ..atomic import fits_float16, save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
 from ..data import load_dataset, load_shift, normalize, train_val_split
-from ..losses import AdaFocalLoss, get_loss
-from ..losses.adafocal import ValidationBinnedLoss
+from ..losses import get_loss
 from ..metrics import ece, nll
 from ..models import get_model
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
@@ -86,13 +85,13 @@ def predict_on_device(model: nn.Module, x: torch.Tensor, mean, std, autocast=nul
     return torch.cat(out)
 
 
-def predict_logits(model: nn.Module, x: torch.Tensor, data: _Data, autocast=nullcontext,
+def predict_logits(model: nn.Module, x: torch.Tensor, mean, std, autocast=nullcontext,
                    batch_size: int = 1000) -> np.ndarray:
-    """Float32 logits of ``model`` on ``x`` (evaluation mode, no augmentation), on the host."""
+    """Float32 logits of ``model`` on ``x`` normalised by ``mean`` and ``std`` (the data set's,
+    e.g. ``Trainer(config).data.mean``), in evaluation mode without augmentation, on the host."""
     check_type(model, "model", nn.Module, "a torch.nn.Module")
     check_type(x, "x", torch.Tensor, "a tensor of inputs")
-    check_type(data, "data", _Data, "the run's data (Trainer(config).data)")
-    return predict_on_device(model, x, data.mean, data.std, autocast, batch_size).cpu().numpy()
+    return predict_on_device(model, x, mean, std, autocast, batch_size).cpu().numpy()
 
 
 def train_step(model, loss_fn, optimizer, x, y, autocast=nullcontext, channels_last=False, grad_clip=None):
@@ -165,11 +164,16 @@ class Trainer:
         summed = loss * len(idx) if self.recipe.reduction == "mean" else loss
         self.running += torch.stack([summed.double(), (logits.argmax(1) == y).sum().double()])
 
-    def update_validation_bins(self) -> None:
-        """AdaFocal's γ update (CalFocal's bins) from the validation set, on the device."""
+    def observe_validation_on_device(self) -> None:
+        """Show the loss the validation set within an epoch (AdaFocal's γ update, CalFocal's bins:
+        ``adafocal_update_every``), computed on the device: nothing is read back to the host."""
         logits = predict_on_device(self.model, self.data.x_val, self.data.mean, self.data.std, self.autocast)
-        self.loss_fn.update(torch.softmax(logits.double(), dim=1), self.data.y_val)
+        self.loss_fn.observe_validation(torch.softmax(logits.double(), dim=1), self.data.y_val)
         self.model.train()
+
+    def predict(self, x: torch.Tensor) -> np.ndarray:
+        """Float32 logits of the model on inputs ``x`` of the run's data set, on the host."""
+        return predict_logits(self.model, x, self.data.mean, self.data.std, self.autocast)
 
     def epoch(self, epoch: int) -> dict:
         """Epoch ``epoch`` (from 0): the steps, then validation; returns its history row."""
@@ -183,13 +187,13 @@ class Trainer:
             if config.log_every and (step + 1) % config.log_every == 0:
                 self._check_finite(self.running[0].item(), epoch, step)
             if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
-                self.update_validation_bins()
+                self.observe_validation_on_device()
         lr = self.optimizer.param_groups[0]["lr"]
         self.scheduler.step()
         loss_sum, correct = self.running.tolist()  # the epoch's one read of the running sums
         self._check_finite(loss_sum, epoch)
 
-        val_logits = predict_logits(self.model, self.data.x_val, self.data, self.autocast)
+        val_logits = self.predict(self.data.x_val)
         self._check_outputs(val_logits, epoch)
         val_probs = softmax_rows(val_logits)
         y_val = self.data.y_val.cpu().numpy()
@@ -203,10 +207,11 @@ class Trainer:
             "val_error": float((val_probs.argmax(1) != y_val).mean()),
             "seconds": time.perf_counter() - started,
         }
-        if isinstance(self.loss_fn, ValidationBinnedLoss) and not config.adafocal_update_every:
-            self.loss_fn.update(val_probs, y_val)
-        if isinstance(self.loss_fn, AdaFocalLoss):
-            row["gammas"] = self.loss_fn.gammas.detach().cpu().tolist()
+        if not config.adafocal_update_every:
+            self.loss_fn.observe_validation(val_probs, y_val)
+        gammas = self.loss_fn.adapted_gammas()
+        if gammas is not None:
+            row["gammas"] = gammas
         return row
 
     def _check_finite(self, loss_sum: float, epoch: int, step: int | None = None) -> None:
@@ -233,7 +238,6 @@ class Trainer:
         return {
             "epoch": epoch, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "loss": self.loss_fn.state_dict(),
-            "loss_history": list(getattr(self.loss_fn, "history", [])),
             "generator": self.generator.get_state(), "torch_rng": torch.get_rng_state(),
             "history": self.history,
             "run": self.config.fingerprint(), "calibnb": calibnb.__version__,
@@ -249,10 +253,6 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.loss_fn.load_state_dict(state["loss"])
-        if isinstance(self.loss_fn, ValidationBinnedLoss):
-            # the checkpoint stores the per-update arrays as tensors (calibnb.train.checkpoint.plain)
-            self.loss_fn.history[:] = [{k: v.cpu().numpy() for k, v in update.items()}
-                                       for update in state["loss_history"]]
         on_cuda = self.device.type == "cuda"
         self.generator.set_state(state["generator"] if on_cuda else state["generator"].cpu())
         torch.set_rng_state(state["torch_rng"].cpu())
@@ -266,7 +266,7 @@ class Trainer:
                 self.restore()
         epochs = range(self.start_epoch, self.recipe.epochs)
         if self.config.progress:
-            from .._validation import progress_bar
+            from .._progress import progress_bar
 
             epochs = progress_bar()(epochs, initial=self.start_epoch, total=self.recipe.epochs, desc="epochs",
                                     mininterval=10)
@@ -274,7 +274,35 @@ class Trainer:
             self.history.append(self.epoch(epoch))
             if self.out_dir is not None:
                 save_checkpoint(self.out_dir, self.state(epoch))
-        return _finish(self.config, self.model, self.data, self.autocast, self.loss_fn, self.history, self.out_dir)
+        return self.finish()
+
+    def finish(self) -> dict:
+        """After training: the validation, test and shifted test sets' logits (rounded to the
+        float16 the artifacts keep), the post-hoc calibrators fitted on validation, every metric,
+        and, with ``out_dir``, the artifacts (``metrics.json`` last, sealed; the checkpoint then
+        goes). Returns what :func:`train` returns."""
+        config, data = self.config, self.data
+        val_logits = stored(self.predict(data.x_val), "validation")
+        test_logits = stored(self.predict(data.x_test))
+        y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
+        shifted = {}
+        for name in config.ood:
+            x_ood, y_ood = load_shift(name, data.x_test, data.y_test)  # the same shifted set for every run
+            shifted[name] = stored(self.predict(x_ood.to(data.x_test.device)), name), y_ood.cpu().numpy()
+        ts, fts = fit_calibrators(val_logits, y_val, config.n_bins, config.ts_criterion, config.fts_criterion)
+        metrics = evaluate_logits(
+            val_logits, y_val, test_logits, y_test, n_bins=config.n_bins, calibrators=(ts, fts),
+            ood_logits={name: z for name, (z, _) in shifted.items()},
+        )
+        metrics["gammas"] = [row["gammas"] for row in self.history if "gammas" in row]
+        metrics.update(self.loss_fn.run_record())
+        table = pd.DataFrame(self.history)
+        logits = {"val": (val_logits, y_val), "test": (test_logits, y_test),
+                  **{f"ood_{name}": pair for name, pair in shifted.items()}}
+        if self.out_dir is not None:
+            write_artifacts(self.out_dir, logits, table, metrics)
+        return {**metrics, "history": table, "logits": logits, "calibrators": {"ts": ts, "fts": fts},
+                "out_dir": str(self.out_dir) if self.out_dir else None}
 
 
 def check_checkpoint_belongs(state: dict, config: TrainConfig, epochs: int, path) -> None:
@@ -314,50 +342,23 @@ def train(config: TrainConfig | dict) -> dict:
     return Trainer(config).fit()
 
 
-def _finish(config, model, data, autocast, loss_fn, history, out_dir) -> dict:
-    """Evaluate on the stored (float16) logits and write the run's artifacts, metrics last."""
-    def half(z: np.ndarray, split: str = "test") -> np.ndarray:
-        if not fits_float16(z):
-            raise FloatingPointError(f"the network diverged: its {split} logits are not finite or beyond "
-                                     "float16's range, which the run's artifacts hold; lower the learning rate")
-        return z.astype(np.float16).astype(np.float64)
+def stored(logits: np.ndarray, split: str = "test") -> np.ndarray:
+    """``logits`` as the run's artifacts keep them: rounded to float16 (in float64), refused when
+    not finite or beyond float16's range (the network diverged)."""
+    if not fits_float16(logits):
+        raise FloatingPointError(f"the network diverged: its {split} logits are not finite or beyond "
+                                 "float16's range, which the run's artifacts hold; lower the learning rate")
+    return logits.astype(np.float16).astype(np.float64)
 
-    val_logits = half(predict_logits(model, data.x_val, data, autocast), "validation")
-    test_logits = half(predict_logits(model, data.x_test, data, autocast))
-    y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
-    shifted = {}
-    for name in config.ood:
-        x_ood, y_ood = load_shift(name, data.x_test, data.y_test)  # the same shifted set for every run
-        shifted[name] = (half(predict_logits(model, x_ood.to(data.x_test.device), data, autocast), name),
-                         y_ood.cpu().numpy())
-    ts, fts = fit_calibrators(val_logits, y_val, config.n_bins, config.ts_criterion, config.fts_criterion)
-    metrics = evaluate_logits(
-        val_logits, y_val, test_logits, y_test, n_bins=config.n_bins, calibrators=(ts, fts),
-        ood_logits={name: z for name, (z, _) in shifted.items()},
-    )
-    metrics["gammas"] = [row["gammas"] for row in history if "gammas" in row]
-    if isinstance(loss_fn, AdaFocalLoss):  # each update's bin edges, calibration gaps and γ (Fig. 5)
-        finite_or_none = lambda a: [v if math.isfinite(v) else None for v in a]  # noqa: E731  (empty bins)
-        metrics["adafocal_updates"] = [
-            {key: finite_or_none(np.asarray(value, dtype=np.float64).ravel().tolist()) for key, value in update.items()}
-            for update in loss_fn.history
-        ]
-    table = pd.DataFrame(history)
-    if out_dir is not None:
-        save_logits(out_dir / "logits_val.npz", val_logits, y_val)
-        save_logits(out_dir / "logits_test.npz", test_logits, y_test)
-        for name, (z, y) in shifted.items():
-            save_logits(out_dir / f"logits_ood_{name}.npz", z, y)
-        write_text(out_dir / "history.csv", table.to_csv(index=False))
-        artifacts = [p.name for p in out_dir.glob("logits_*.npz")] + ["history.csv"]
-        artifacts += ["params.yaml"] if (out_dir / "params.yaml").is_file() else []
-        write_json(out_dir / "metrics.json", seal(metrics, out_dir, artifacts))  # last: the run is finished
-        (out_dir / CHECKPOINT).unlink(missing_ok=True)
-    return {
-        **metrics,
-        "history": table,
-        "logits": {"val": (val_logits, y_val), "test": (test_logits, y_test),
-                   **{f"ood_{name}": pair for name, pair in shifted.items()}},
-        "calibrators": {"ts": ts, "fts": fts},
-        "out_dir": str(out_dir) if out_dir else None,
-    }
+
+def write_artifacts(out_dir: Path, logits: dict, history: pd.DataFrame, metrics: dict) -> None:
+    """A finished run's files: ``logits_<split>.npz`` for each ``(logits, labels)`` of ``logits``,
+    ``history.csv``, then ``metrics.json`` sealed over them (and ``params.yaml``), which marks the
+    run finished; the checkpoint is deleted last."""
+    for split, (z, y) in logits.items():
+        save_logits(out_dir / f"logits_{split}.npz", z, y)
+    write_text(out_dir / "history.csv", history.to_csv(index=False))
+    artifacts = [f"logits_{split}.npz" for split in logits] + ["history.csv"]
+    artifacts += ["params.yaml"] if (out_dir / "params.yaml").is_file() else []
+    write_json(out_dir / "metrics.json", seal(metrics, out_dir, artifacts))  # last: the run is finished
+    (out_dir / CHECKPOINT).unlink(missing_ok=True)
