@@ -19,7 +19,9 @@ Layers, each importing only from the layers above it (the chapters import from a
     toy, synthetic                       small worked problems and synthetic logits
     train                                the training loop and recipes
     theory, runs                         the papers' analytic objects and experiments; run
-                                         folders, notebook execution, sweeps, tables
+                                         folders, notebook execution, sweeps, reading runs back
+    analysis                             what the chapters show from the runs: tables, claims,
+                                         the papers beside ours, verdicts (writes nothing)
     plots, plots_simplex, plots_theory   figures
     __main__                             the command line
     nbs/*.md                             the chapters: narrate and import, never define

@@ -15,6 +15,7 @@ LAYERS = [
     {"toy", "synthetic"},
     {"train"},
     {"theory", "runs"},
+    {"analysis"},
     {"plots", "plots_simplex", "plots_theory"},
     {"__main__", "__init__"},
 ]

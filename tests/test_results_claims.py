@@ -116,7 +116,7 @@ def test_the_cifar_post_hoc_verdicts_the_chapters_state():
     """nbs/cifar_posthoc.md and nbs/focal_temperature_scaling.md: FTS beats TS (fitted the same
     way) on all 5 splits of the three networks TS fits worst, by up to 1.5 points of ECE_EM, and
     loses about 0.2 points on 4 of 5 splits of the two it fits well."""
-    from calibnb.runs.posthoc_tables import gap_to_best, load_posthoc, paired_verdicts
+    from calibnb.analysis.posthoc_tables import gap_to_best, load_posthoc, paired_verdicts
     study = load_posthoc(ROOT / "results" / "cifar_posthoc")
     v = paired_verdicts(study, "fts", "ts_em", "adaece")
     gap = 100 * gap_to_best(study, "ts_em", "adaece")

@@ -1,8 +1,9 @@
-"""Every public callable of the run machinery validates its arguments (issue 25, item 7).
+"""Every public callable of the run machinery and of the analysis validates its arguments (issue 25,
+item 7).
 
-The callables are discovered from ``__all__`` of :mod:`calibnb.atomic`, :mod:`calibnb.runs` and
-:mod:`calibnb.train` (:mod:`test_public_api_validation` does the same for the losses, metrics and
-calibrators). Each is called with every required argument of a wrong kind (None, a float, a word,
+The callables are discovered from ``__all__`` of :mod:`calibnb.atomic`, :mod:`calibnb.runs`,
+:mod:`calibnb.analysis` and :mod:`calibnb.train` (:mod:`test_public_api_validation` does the same
+for the losses, metrics and calibrators). Each is called with every required argument of a wrong kind (None, a float, a word,
 a mapping, a list, an arbitrary object): it either accepts the value (a word is a valid path) or
 refuses it with a ``ValueError``/``TypeError``, never with an ``AttributeError``, ``KeyError``,
 ``IndexError`` or anything else that names no argument.
@@ -15,15 +16,17 @@ import warnings
 
 import pytest
 
-from calibnb import atomic, runs, train
+from calibnb import analysis, atomic, runs, train
 
-MODULES = {"calibnb.atomic": atomic, "calibnb.runs": runs, "calibnb.train": train}
+MODULES = {"calibnb.atomic": atomic, "calibnb.runs": runs, "calibnb.analysis": analysis,
+           "calibnb.train": train}
 #: Public names not called generically, with the reason.
 EXCLUDED = {
+    "calibnb.analysis.FAMILIES": "a constant",
+    "calibnb.analysis.VERDICTS": "a constant",
     "calibnb.atomic.FLOAT16_MAX": "a constant",
     "calibnb.atomic.SEAL_KEYS": "a constant",
     "calibnb.runs.EXECUTION_KEYS": "a constant",
-    "calibnb.runs.FAMILIES": "a constant",
     "calibnb.runs.METRICS": "a constant",
     "calibnb.runs.RunsFailed": "an exception class, raised by sweep",
     "calibnb.train.RECIPES": "a constant",

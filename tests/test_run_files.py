@@ -16,9 +16,9 @@ import zipfile
 import numpy as np
 import pytest
 
+from calibnb.analysis.posthoc_tables import load_posthoc, load_run
 from calibnb.runs import load_logits, load_results, save_logits
 from calibnb.runs.posthoc import probabilities_on_test, restore
-from calibnb.runs.posthoc_tables import load_posthoc, load_run
 from calibnb.runs.schemas import read_posthoc_metrics, read_run_metrics
 from calibnb.train import evaluate_logits
 from conftest import REPO

@@ -1,13 +1,16 @@
-"""Method names of runs and the paired verdict rule of the results chapters."""
-
-import math
+"""Method names of runs, from their parameters (calibnb.runs.methods)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from calibnb.runs import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
-                          verdict_agreement)
+from calibnb.analysis import FAMILIES
+from calibnb.runs import label_methods, method_family, method_label
+
+
+#: Runs of three losses, focal loss with two γ.
+TABLE = pd.DataFrame({"loss": ["focal_calibration_loss", "focal_loss", "cross_entropy", "focal_loss"],
+                      "gamma": [2, 3, np.nan, 1], "lam": [0.5, np.nan, np.nan, np.nan]})
 
 
 @pytest.mark.parametrize(
@@ -37,62 +40,8 @@ def test_unknown_losses_have_no_name():
         method_label(pd.Series({"loss": "hinge"}))
 
 
-def test_label_methods_and_order():
-    table = pd.DataFrame({"loss": ["focal_calibration_loss", "focal_loss", "cross_entropy", "focal_loss"],
-                          "gamma": [2, 3, np.nan, 1], "lam": [0.5, np.nan, np.nan, np.nan]})
-    labelled = label_methods(table)
-    assert "loss_params" in labelled.columns and "loss_params" not in table.columns
+def test_label_methods_adds_method_and_family():
+    labelled = label_methods(TABLE)
+    assert "loss_params" in labelled.columns and "loss_params" not in TABLE.columns
+    assert labelled["method"].tolist() == ["FCL (γ=2, λ=0.5)", "FL-3", "CE", "FL-1"]
     assert labelled["family"].tolist() == ["FCL", "FL", "CE", "FL"]
-    assert method_order(labelled["method"]) == ["CE", "FL-1", "FL-3", "FCL (γ=2, λ=0.5)"]
-
-
-@pytest.mark.parametrize(
-    "differences, inclusive, expected",
-    [
-        ([-1, -2, -1, -3, -1], False, ("holds", 5, 5)),
-        ([-1, -2, -1, -3, 0.5], False, ("holds", 4, 5)),        # 4 of 5 suffice
-        ([-1, -2, 0.1, 0.2, -3], False, ("inconclusive", 3, 5)),  # mean agrees, 3 of 5 do not
-        ([1, 2, 1, -0.5, 3], False, ("does not hold", 1, 5)),
-        ([0, 0, 0, 0, 0], True, ("holds", 5, 5)),                 # "a <= b" with ties
-        ([0, 0, 0, 0, 0], False, ("inconclusive", 0, 5)),         # "a < b" with ties
-        ([-1, -1, np.nan], False, ("inconclusive (too few runs)", 2, 2)),
-        ([-1, -1, -1, 5], False, ("inconclusive", 3, 4)),          # most agree, the mean does not
-    ],
-)
-def test_paired_verdict_branches(differences, inclusive, expected):
-    assert paired_verdict(differences, inclusive=inclusive) == expected
-
-
-def test_paired_verdict_needs_the_rounded_up_fraction():
-    # ceil(0.8 * 6) = 5 of 6 pairs
-    assert paired_verdict([-1] * 4 + [0.1, 0.1])[0] == "inconclusive"
-    assert paired_verdict([-1] * 5 + [0.1])[0] == "holds"
-    assert math.ceil(0.8 * 6) == 5
-
-
-def test_chance_levels_stated_in_the_results_chapter():
-    """results.md: under exchangeable methods each seed sides with a claim with probability 1/2,
-    so at least 4 of 5 do with probability 6/32, all 5 with 1/32, and 4 of 5 in two
-    independent regimes with about 0.035."""
-    at_least_4 = sum(math.comb(5, k) for k in (4, 5)) / 2**5
-    assert at_least_4 == 6 / 32 and math.comb(5, 5) / 2**5 == 1 / 32
-    assert round(at_least_4**2, 3) == 0.035
-
-
-@pytest.mark.parametrize(
-    "first, second, expected",
-    [
-        ("holds", "holds", "confirmed in both"),
-        ("does not hold", "does not hold", "contradicted in both"),
-        ("holds", "does not hold", "conflict"),
-        ("does not hold", "holds", "conflict"),
-        ("inconclusive", "inconclusive (too few runs)", "inconclusive in both"),
-        ("inconclusive (too few runs)", "inconclusive", "inconclusive in both"),
-        ("holds", "inconclusive", "decided in one regime only"),
-        ("inconclusive (too few runs)", "does not hold", "decided in one regime only"),
-        ("n/a", "holds", "n/a in one regime"),
-        ("inconclusive", "n/a", "n/a in one regime"),
-    ],
-)
-def test_verdict_agreement_classifies_every_pair(first, second, expected):
-    assert verdict_agreement(first, second) == expected

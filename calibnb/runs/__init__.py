@@ -1,26 +1,24 @@
-"""One run's folder, notebook execution, sweeps, and reading results back.
+"""Running experiments and reading their runs back: one run's folder, notebook execution, sweeps.
 
-- :func:`execute` runs a text notebook with papermill parameters into a run folder;
+- :func:`execute` runs a text notebook with papermill parameters into a run folder
+  (:func:`run_training`: the training itself, without the notebook);
 - :func:`sweep` expands a YAML grid and runs what is unfinished, in-process or via submitit;
 - :func:`load_results` reads every finished run into one pandas table, :func:`label_methods`
-  names their methods, :func:`select_by_validation` applies a sweep's hyper-parameter choice (:func:`select_runs`:
-  all three for one sweep file) and
-  :func:`paired_verdict` judges a claim from per-seed differences (:func:`verdict_agreement`:
-  how two regimes' verdicts relate);
+  names their methods from their parameters (:func:`method_label`, :func:`method_family`), and
+  :func:`select_by_validation` applies a sweep's hyper-parameter choice (:func:`select_runs`:
+  all three for one sweep file);
 - :func:`run_of`, :func:`adafocal_updates`, :func:`histories` and :func:`pooled_logits` read a
   selected run, its AdaFocal updates, its per-epoch history and its logits back for the figures;
-- :mod:`calibnb.runs.tables` builds the results chapter's tables (mean ± std over seeds, the
-  papers' Table 1 layout, paired calibrators, the selection table), :mod:`calibnb.runs.claims`
-  judges the papers' claims on the runs, and :mod:`calibnb.runs.beside_papers` sets our means
-  beside the papers' transcribed tables;
 - :mod:`calibnb.runs.posthoc` runs the post-hoc calibrators on the published CIFAR networks;
 - :mod:`calibnb.atomic` (below both runs and train) writes every artifact atomically.
+
+What the chapters compute from the runs (tables, claims, comparisons with the papers) is the
+book's analysis, a layer above this one that reads the runs and that this package never imports.
 """
 
 from ..atomic import atomic_path, load_logits, save_logits, save_npz, write_json, write_text
 from .execute import code_version, execute, is_finished, is_pruned, run_training
-from .methods import (FAMILIES, label_methods, method_family, method_label, method_order, paired_verdict,
-                      verdict_agreement)
+from .methods import label_methods, method_family, method_label
 from .naming import EXECUTION_KEYS, identity, run_name
 from .results import (METRICS, adafocal_updates, histories, load_results, pooled_logits, prune_unselected,
                       run_of, select_by_validation, select_runs)
@@ -29,7 +27,6 @@ from .sweep import RunsFailed, describe, expand_grid, load_config, plan, prune_s
 
 __all__ = [
     "EXECUTION_KEYS",
-    "FAMILIES",
     "RunsFailed",
     "METRICS",
     "adafocal_updates",
@@ -49,8 +46,6 @@ __all__ = [
     "load_results",
     "method_family",
     "method_label",
-    "method_order",
-    "paired_verdict",
     "plan",
     "pooled_logits",
     "run_name",
@@ -63,7 +58,6 @@ __all__ = [
     "select_by_validation",
     "select_runs",
     "sweep",
-    "verdict_agreement",
     "write_json",
     "write_text",
 ]

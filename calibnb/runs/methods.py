@@ -1,26 +1,20 @@
-"""Naming the methods of finished runs, and the paired rule by which the book judges a claim.
+"""Naming the methods of finished runs from their parameters.
 
 The result chapters compare *methods*: a loss with its parameters (focal loss with γ = 3 is
 "FL-3", dual focal loss with γ = 2 is "DFL (γ=2)", AdaFocal with ``base="dual"`` is
-"AdaDualFocal"), in the order of the papers' tables (DFL's Table 1, extended with the methods of
-the other papers). :func:`label_methods` adds those names to a :func:`load_results` table, and
-:func:`paired_verdict` says whether per-seed differences support a claim.
+"AdaDualFocal"), grouped in families ("FL", "DFL", ...) so that a tuned loss is one table row
+whatever setting the validation chose. :func:`label_methods` adds those names to a
+:func:`calibnb.runs.load_results` table, so that the runs can be selected and read back by
+method; ordering the methods and judging claims on them is the book's analysis, not the runs'.
 """
 
 from __future__ import annotations
-
-import math
-from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 import yaml
 
 from .._validation import check_table, check_type
-
-#: Method families in the papers' column order.
-FAMILIES = ("CE", "Brier", "MMCE", "LS-0.05", "FL", "Inverse FL", "FLSD-53", "AdaFocal", "DFL",
-            "AdaDualFocal", "FCL")
 
 _FIXED = {"cross_entropy": "CE", "brier_loss": "Brier", "mmce_loss": "MMCE",
           "label_smoothing_loss": "LS-0.05", "focal_loss_sd": "FLSD-53"}
@@ -63,15 +57,6 @@ def method_family(label: str) -> str:
     return "FL" if label.startswith("FL-") else label.split(" (")[0]
 
 
-def method_order(labels) -> list[str]:
-    """Distinct labels in the papers' order (families as :data:`FAMILIES`, then by name)."""
-    if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
-        raise TypeError(f"labels must be an iterable of method labels, got {type(labels).__name__}")
-    labels = [check_type(m, "labels", str, "method labels (str)") for m in labels]
-    rank = {family: i for i, family in enumerate(FAMILIES)}
-    return sorted(set(labels), key=lambda m: (rank.get(method_family(m), len(rank)), m))
-
-
 def label_methods(table: pd.DataFrame) -> pd.DataFrame:
     """A copy of a :func:`calibnb.runs.load_results` table with ``method`` and ``family`` columns.
 
@@ -85,56 +70,3 @@ def label_methods(table: pd.DataFrame) -> pd.DataFrame:
     table["method"] = [method_label(row) for _, row in table.iterrows()]
     table["family"] = table["method"].map(method_family)
     return table
-
-
-#: Verdicts of :func:`paired_verdict`.
-VERDICTS = ("holds", "does not hold", "inconclusive", "inconclusive (too few runs)")
-
-
-def paired_verdict(differences, inclusive: bool = False, agree: float = 0.8,
-                   min_runs: int = 3) -> tuple[str, int, int]:
-    """Whether paired differences ``a - b`` (one per seed) support the claim "a is lower than b".
-
-    ``"holds"`` when the mean difference is below 0 (at most 0 with ``inclusive``, for claims of
-    the form "a ≤ b") and at least a fraction ``agree`` of the pairs are (they need not all be);
-    ``"does not hold"`` when the mean is above 0 and that many pairs are; otherwise
-    ``"inconclusive"``, and ``"inconclusive (too few runs)"`` with fewer than ``min_runs`` pairs.
-    NaN differences are dropped. Returns ``(verdict, pairs that agree with the claim, pairs)``.
-    With 5 seeds and exchangeable methods, "holds" arises by chance with probability 6/32.
-    """
-    d = pd.Series(differences, dtype=float).dropna()
-    n = len(d)
-    supporting = int((d <= 0).sum() if inclusive else (d < 0).sum())
-    if n < min_runs:
-        return VERDICTS[3], supporting, n
-    need = math.ceil(agree * n)
-    mean = d.mean()
-    if (mean <= 0 if inclusive else mean < 0) and supporting >= need:
-        return VERDICTS[0], supporting, n
-    if mean > 0 and int((d > 0).sum()) >= need:
-        return VERDICTS[1], supporting, n
-    return VERDICTS[2], supporting, n
-
-
-def verdict_agreement(first: str, second: str) -> str:
-    """How two regimes' verdicts on one claim relate (each a :data:`VERDICTS` entry or ``"n/a"``).
-
-    ``"confirmed in both"``, ``"contradicted in both"``, ``"conflict"`` (holds in one, does not
-    in the other), ``"inconclusive in both"`` (either kind of inconclusive), ``"decided in one
-    regime only"``, or ``"n/a in one regime"`` when a regime cannot judge the claim.
-    """
-    for name, verdict in (("first", first), ("second", second)):
-        if verdict not in (*VERDICTS, "n/a"):
-            raise ValueError(f"{name} must be one of {[*VERDICTS, 'n/a']}, got {verdict!r}")
-    pair = {first, second}
-    if "n/a" in pair:
-        return "n/a in one regime"
-    if pair == {"holds"}:
-        return "confirmed in both"
-    if pair == {"does not hold"}:
-        return "contradicted in both"
-    if pair == {"holds", "does not hold"}:
-        return "conflict"
-    if first.startswith("inconclusive") and second.startswith("inconclusive"):
-        return "inconclusive in both"
-    return "decided in one regime only"

@@ -1,11 +1,11 @@
-"""The papers' claims judged by the paired rule (calibnb.runs.claims)."""
+"""The papers' claims judged by the paired rule (calibnb.analysis.claims)."""
 
 import pandas as pd
 import pytest
 
+from calibnb.analysis.claims import (CLAIMS, Claim, agreement, claims_in, judge, values_of, verdict_table,
+                                     what_holds)
 from calibnb.runs import select_runs
-from calibnb.runs.claims import (CLAIMS, Claim, agreement, claims_in, judge, values_of, verdict_table,
-                                 what_holds)
 from conftest import REPO
 
 

@@ -5,7 +5,7 @@ paper's Table 1 beside ours.
 :func:`calibnb.runs.posthoc.posthoc` wrote into one row per (network, split, method).
 :func:`method_table` gives a metric's mean ± std over the splits per method and network,
 :func:`paired_splits` counts on how many splits one method beats another and judges it with
-:func:`calibnb.runs.paired_verdict`, and :func:`fts_table1_beside` sets Komisarenko & Kull's
+:func:`calibnb.analysis.paired_verdict`, and :func:`fts_table1_beside` sets Komisarenko & Kull's
 (2024) Table 1 cross-entropy rows beside the same comparison on the published networks.
 """
 
@@ -22,10 +22,10 @@ from ..calibration import FocalTemperatureScaling
 from ..data import load_predictions
 from ..data.predictions import PREDICTIONS
 from ..paper_tables import paper_table
-from .methods import paired_verdict
-from .posthoc import calibration_split
-from .schemas import read_posthoc_metrics
+from ..runs.posthoc import calibration_split
+from ..runs.schemas import read_posthoc_metrics
 from .tables import BETTER, mean_std
+from .verdicts import paired_verdict
 
 #: Method keys of the study in reading order, with the names the chapter prints.
 METHOD_NAMES = {
@@ -86,7 +86,7 @@ def method_table(study: pd.DataFrame, metric: str = "ece", scale: float = 100.0,
     """``metric``'s mean ± std over the splits, one row per method, one column per network.
 
     The lowest mean of each network among the calibrators (``"pre"`` excluded) is marked with
-    :data:`calibnb.runs.tables.BETTER`.
+    :data:`calibnb.analysis.tables.BETTER`.
     """
     methods = [m for m in (methods or METHOD_NAMES) if m in set(study["method"])]
     table = {}
@@ -108,7 +108,7 @@ def differences(study: pd.DataFrame, first: str, second: str, metric: str) -> pd
 
 
 def paired_verdicts(study: pd.DataFrame, first: str, second: str, metric: str) -> pd.DataFrame:
-    """Per network: :func:`calibnb.runs.paired_verdict` on the claim "``first`` has the lower
+    """Per network: :func:`calibnb.analysis.paired_verdict` on the claim "``first`` has the lower
     ``metric``" over the splits, the splits that agree, their number, and the mean difference
     ``first − second`` (in the metric's units)."""
     d = differences(study, first, second, metric)
@@ -140,7 +140,7 @@ def fts_table1_beside(study: pd.DataFrame, model: str = "resnet50") -> pd.DataFr
     selected by the equal-mass ECE on FTS's grid (ours: ``ts_em`` and ``fts``), with the fitted
     T (and γ) in brackets — the paper's layout; ours are means over the splits. The last two
     columns say whether FTS has the lower ECE_EM and, for our networks, the paired verdict over
-    the splits (:func:`calibnb.runs.paired_verdict`), the splits that favour FTS, and the mean
+    the splits (:func:`calibnb.analysis.paired_verdict`), the splits that favour FTS, and the mean
     difference FTS − TS in points.
     """
     paper = paper_table("fts_table1")

@@ -1,13 +1,13 @@
-"""Our methods beside the papers' transcribed tables (calibnb.runs.beside_papers)."""
+"""Our methods beside the papers' transcribed tables (calibnb.analysis.beside_papers)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from calibnb.analysis.beside_papers import fts_beside_paper, ours, paper_key, rank_against_papers
 from calibnb.paper_tables import paper_table
 from calibnb.runs import select_runs
-from calibnb.runs.beside_papers import fts_beside_paper, ours, paper_key, rank_against_papers
 from conftest import REPO
 
 

@@ -13,7 +13,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from ..paper_tables import paper_table
-from .methods import loss_params_of, method_order
+from ..runs.methods import loss_params_of
+from .ordering import method_order
 from .tables import mean_std
 
 #: The paper tables the results chapter ranks against: (title, table name, metric).

@@ -3,8 +3,8 @@
 A :class:`Claim` says that method ``a`` has a lower (or, with ``lower=False``, higher) value of a
 column than method ``b``, seed by seed; :data:`CLAIMS` lists the claims of the five papers that
 the results chapter tests, and :func:`what_holds` judges all of them on one regime's selected
-runs with :func:`calibnb.runs.paired_verdict`. :func:`agreement` sets two regimes' verdicts
-side by side (:func:`calibnb.runs.verdict_agreement`).
+runs with :func:`calibnb.analysis.paired_verdict`. :func:`agreement` sets two regimes' verdicts
+side by side (:func:`calibnb.analysis.verdict_agreement`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .methods import paired_verdict, verdict_agreement
+from .verdicts import paired_verdict, verdict_agreement
 
 MUKHOTI = "Mukhoti et al. 2020"
 GHOSH = "Ghosh et al. 2022 (AdaFocal)"

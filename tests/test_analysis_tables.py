@@ -1,12 +1,12 @@
-"""The cells of the results chapter's tables (calibnb.runs.tables)."""
+"""The cells of the results chapter's tables (calibnb.analysis.tables)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from calibnb.runs.tables import (BETTER, auroc_table, better_of_pair, by_row, fts_table, gamma_counts, mean_std,
-                                 metric_columns, paired_wins, profile, ranking, regime_check, selection_table,
-                                 table1)
+from calibnb.analysis.tables import (BETTER, auroc_table, better_of_pair, by_row, fts_table, gamma_counts,
+                                     mean_std, metric_columns, paired_wins, profile, ranking, regime_check,
+                                     selection_table, table1)
 
 
 def test_mean_std_is_the_sample_statistics_in_percent():
@@ -144,7 +144,7 @@ def test_profile_of_the_committed_fashion_mnist_runs_matches_the_ranking():
 
 
 def test_styled_keeps_cells_on_one_line_and_bolds_the_marked_ones():
-    from calibnb.runs.tables import styled
+    from calibnb.analysis.tables import styled
     table = pd.DataFrame({"A": ["1.00 ± 0.10" + BETTER, "2.00 ± 0.20"], "B": [0.123456, 1.0]})
     html = styled(table, caption="ECE (%)").to_html()
     assert "white-space: nowrap" in html and "<caption>ECE (%)</caption>" in html

@@ -1,4 +1,4 @@
-"""The post-hoc study read back and tabulated (calibnb.runs.posthoc_tables), and the fitted
+"""The post-hoc study read back and tabulated (calibnb.analysis.posthoc_tables), and the fitted
 calibrators restored from a run's stored parameters (calibnb.runs.posthoc.restore)."""
 
 import json
@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibnb.analysis.posthoc_tables import (METHOD_NAMES, differences, fts_table1_beside, gap_to_best,
+                                             load_posthoc, method_table, network_label, paired_splits)
+from calibnb.analysis.tables import BETTER
 from calibnb.calibration import TemperatureScaling
 from calibnb.runs.posthoc import probabilities_on_test, restore
-from calibnb.runs.posthoc_tables import (METHOD_NAMES, differences, fts_table1_beside, gap_to_best,
-                                         load_posthoc, method_table, network_label, paired_splits)
-from calibnb.runs.tables import BETTER
 from conftest import REPO
 
 ROOT = REPO / "results/cifar_posthoc"
@@ -110,7 +110,7 @@ def test_a_corrupt_study_file_is_named(tmp_path):
 
 
 def test_estimator_agreement_ranks_the_calibrators_by_two_estimators():
-    from calibnb.runs.posthoc_tables import estimator_agreement
+    from calibnb.analysis.posthoc_tables import estimator_agreement
     study = made_up({"pre": [(0.5, 0.5, 1)], "ts": [(0.01, 0.03, 1)], "fts": [(0.02, 0.02, 1)],
                      "ets": [(0.03, 0.01, 1)]})
     row = estimator_agreement(study).loc["LeNet-5 C10"]
@@ -119,7 +119,7 @@ def test_estimator_agreement_ranks_the_calibrators_by_two_estimators():
 
 
 def test_paired_verdicts_network_summary_and_run_reading(study):
-    from calibnb.runs.posthoc_tables import load_run, network_summary, paired_verdicts
+    from calibnb.analysis.posthoc_tables import load_run, network_summary, paired_verdicts
     v = paired_verdicts(study, "fts", "ts_em", "adaece")
     d = differences(study, "fts", "ts_em", "adaece")
     assert list(v.index) == list(d.columns)
@@ -140,7 +140,7 @@ def test_the_fts_valley_is_the_best_temperature_per_gamma_and_its_slope():
     from calibnb.calibration import FocalTemperatureScaling
     from calibnb.data import load_predictions
     from calibnb.runs.posthoc import calibration_split
-    from calibnb.runs.posthoc_tables import fts_valley, valley_slope
+    from calibnb.analysis.posthoc_tables import fts_valley, valley_slope
     valley = fts_valley("cifar10-lenet-5", split=2)
     z, y = load_predictions("cifar10-lenet-5")
     calibrate, _ = calibration_split(2)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .methods import method_family, method_order
+from ..runs import method_family
+from .ordering import method_order
 
 #: The mark of the lower (better) mean in :func:`better_of_pair`.
 BETTER = " ✓"
@@ -91,7 +92,7 @@ def by_row(runs: pd.DataFrame, fn, rows=None) -> pd.Series:
 
     ``runs`` holds the selected runs of one sweep with a ``row`` column (as from
     :func:`calibnb.runs.select_runs`); ``rows`` orders the result (default: the papers' order,
-    :func:`calibnb.runs.method_order`), and rows without runs are left out.
+    :func:`calibnb.analysis.method_order`), and rows without runs are left out.
     """
     rows = method_order(runs["row"]) if rows is None else rows
     return pd.Series({r: fn(runs[runs["row"] == r]) for r in rows if (runs["row"] == r).any()})
