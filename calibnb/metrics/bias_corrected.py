@@ -29,10 +29,10 @@ def debiased_ece(probs, labels, n_bins: int = 15, squared: bool = False) -> floa
     Examples
     --------
     >>> import numpy as np
+    >>> from calibnb.metrics import debiased_ece, ece
     >>> rng = np.random.default_rng(0)
     >>> conf = rng.uniform(0.5, 1.0, 1000)  # calibrated: class 0 is right with probability conf
     >>> probs, labels = np.column_stack([conf, 1 - conf]), (rng.random(1000) > conf).astype(int)
-    >>> from calibnb.metrics import debiased_ece, ece
     >>> round(ece(probs, labels, binning="mass"), 4)  # the plug-in estimate: noise reads as error
     0.0336
     >>> debiased_ece(probs, labels)  # the squared estimate is slightly negative
@@ -71,10 +71,10 @@ def ece_sweep(probs, labels, max_bins: int | None = None, return_n_bins: bool = 
     Examples
     --------
     >>> import numpy as np
+    >>> from calibnb.metrics import ece_sweep
     >>> rng = np.random.default_rng(0)
     >>> conf = rng.uniform(0.5, 1.0, 1000)  # calibrated: class 0 is right with probability conf
     >>> probs, labels = np.column_stack([conf, 1 - conf]), (rng.random(1000) > conf).astype(int)
-    >>> from calibnb.metrics import ece_sweep
     >>> value, n_bins = ece_sweep(probs, labels, return_n_bins=True)
     >>> round(value, 4), n_bins  # 7 equal-mass bins would have a less accurate bin above another
     (0.022, 6)

@@ -41,10 +41,10 @@ def smooth_ece(probs, labels, return_sigma: bool = False):
     Examples
     --------
     >>> import numpy as np
+    >>> from calibnb.metrics import smooth_ece
     >>> rng = np.random.default_rng(0)
     >>> conf = rng.uniform(0.5, 1.0, 1000)  # calibrated: class 0 is right with probability conf
     >>> probs, labels = np.column_stack([conf, 1 - conf]), (rng.random(1000) > conf).astype(int)
-    >>> from calibnb.metrics import smooth_ece
     >>> value, sigma = smooth_ece(probs, labels, return_sigma=True)
     >>> round(value, 4), round(sigma, 4)  # the bandwidth is the smECE itself, to 2**-10
     (0.0248, 0.0254)
