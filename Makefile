@@ -53,9 +53,13 @@ publish: $(STAMP)
 	test -f _build/html/index.html || { echo "error: run 'make book' first" >&2; exit 2; }
 	$(BIN)/ghp-import -n -p -f _build/html
 
-# Fast unit and property tests (a few minutes on 2 cores).
+# Fast unit and property tests (a few minutes on 2 cores), and the Examples sections of the
+# docstrings of DOCTEST_PACKAGES run as doctests (options in pyproject.toml's pytest section;
+# tests/test_docstring_examples.py requires one for every public function and class).
+DOCTEST_PACKAGES := calibnb/metrics calibnb/calibration
 test: $(STAMP)
-	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions and not gpu"
+	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions and not gpu" \
+	    tests --doctest-modules $(DOCTEST_PACKAGES)
 
 # A maintainer's check: every number of book/paper_tables/ re-read from the papers' texts, which
 # are not in the repository. PAPERS is the folder holding them (CI: ../shared/papers).

@@ -46,6 +46,18 @@ def focal_calibration_map(probs, gamma) -> np.ndarray:
     ``gamma`` is a 1-D array. Rows sum to 1 and keep the order of the classes. A row whose
     other classes are exactly 0 stays one-hot (the map's limit); start from logits with
     :func:`focal_softmax` to keep their tiny probabilities.
+
+    Examples
+    --------
+    >>> from calibnb.calibration import focal_calibration_map
+    >>> focal_calibration_map([[0.6, 0.3, 0.1]], gamma=[0.0, 1.0]).round(4)  # identity, sharper
+    array([[[0.6   , 0.3   , 0.1   ]],
+           [[0.6959, 0.2316, 0.0725]]])
+
+    The new top probability depends on the other classes, not only on the old top one:
+
+    >>> focal_calibration_map([[0.6, 0.4, 0.0], [0.6, 0.2, 0.2]], gamma=1.0)[:, 0].round(3)
+    array([0.672, 0.704])
     """
     q = check_probs(probs, "probs")
     q = q / q.sum(axis=1, keepdims=True)
@@ -63,12 +75,29 @@ def focal_softmax(logits, gamma, temperature: float = 1.0) -> np.ndarray:
     Computed from the logits in log space, so it is finite and normalised for any finite logits
     (gaps of 1000 included). ``gamma`` may be a float or a 1-D array (see
     :func:`focal_calibration_map`).
+
+    Examples
+    --------
+    >>> from calibnb.calibration import focal_softmax
+    >>> focal_softmax([[2.0, 0.0, -1.0]], gamma=1.0, temperature=2.0).round(4)
+    array([[0.7403, 0.1631, 0.0965]])
+    >>> focal_softmax([[1000.0, 0.0]], gamma=1.0)  # float32 code returns NaN here
+    array([[1., 0.]])
     """
     return np.exp(log_focal_softmax(logits, gamma, temperature))
 
 
 def log_focal_softmax(logits, gamma, temperature: float = 1.0) -> np.ndarray:
-    """The logarithm of :func:`focal_softmax`; finite for any finite logits and γ >= -1."""
+    """The logarithm of :func:`focal_softmax`; finite for any finite logits and γ >= -1.
+
+    Examples
+    --------
+    >>> from calibnb.calibration import log_focal_softmax
+    >>> log_focal_softmax([[1000.0, 0.0]], gamma=0.0).round(2)  # plain log-softmax
+    array([[    0., -1000.]])
+    >>> log_focal_softmax([[1000.0, 0.0]], gamma=1.0).round(2)  # where focal_softmax gives 0
+    array([[    0.  , -1999.31]])
+    """
     z = check_logits(logits, "logits")
     temperature = check_real(temperature, "temperature", minimum=0.0, strict_minimum=True)
     log_q, log_m, is_top = _log_softmax_with_top_mass(z / temperature)

@@ -40,6 +40,19 @@ def bin_edges(confidences, n_bins: int = 15, binning: str = "width") -> np.ndarr
         Number of bins, at least 1.
     binning : {"width", "mass"}
         Equal-width edges ``linspace(0, 1, n_bins + 1)`` or equal-mass edges (module docstring).
+
+    Examples
+    --------
+    >>> from calibnb.metrics import bin_edges
+    >>> bin_edges([0.1, 0.4, 0.6, 0.9], n_bins=4)
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    >>> bin_edges([0.1, 0.4, 0.6, 0.9], n_bins=2, binning="mass")  # midway between 0.4 and 0.6
+    array([0. , 0.5, 1. ])
+
+    Tied confidences share a bin, so a tie across the split leaves a bin empty:
+
+    >>> bin_edges([0.3, 0.7, 0.7, 0.7], n_bins=2, binning="mass")
+    array([0. , 0.7, 1. ])
     """
     conf = check_confidences(confidences)
     n_bins = check_n_bins(n_bins)
@@ -76,6 +89,12 @@ def assign_bins(values, edges) -> np.ndarray:
     ``edges[-2]`` to the last bin. Works on arrays of any shape (e.g. all class probabilities).
     ``values`` must be finite and ``edges`` a sorted (non-decreasing) 1-D array of at least two
     finite numbers; the metrics, which bin validated values, call :func:`assign_bins_unchecked`.
+
+    Examples
+    --------
+    >>> from calibnb.metrics import assign_bins
+    >>> assign_bins([0.0, 0.25, 0.3, 1.0], [0.0, 0.25, 0.5, 0.75, 1.0])  # (lo, hi] bins
+    array([0, 0, 1, 3])
     """
     values, edges = check_values_and_edges(values, edges)
     return np.searchsorted(edges[1:-1], values, side="left")
@@ -103,6 +122,15 @@ def bin_sums(bins, n_bins: int, confidences, correct):
     ``bins`` are integer bin indices in ``[0, n_bins)`` (:func:`assign_bins`), ``confidences``
     and ``correct`` values in ``[0, 1]`` of the same length. The metrics, which sum validated
     arrays, call :func:`bin_sums_unchecked`.
+
+    Examples
+    --------
+    >>> from calibnb.metrics import bin_sums
+    >>> count, conf_sum, acc_sum = bin_sums([0, 0, 1], 2, [0.2, 0.4, 0.7], [0.0, 1.0, 1.0])
+    >>> count, conf_sum, acc_sum
+    (array([2., 1.]), array([0.6, 0.7]), array([1., 1.]))
+    >>> print(f"{abs(conf_sum - acc_sum).sum() / count.sum():.4f}")  # the ECE of the two bins
+    0.2333
     """
     n_bins = check_n_bins(n_bins)
     index = to_numpy(bins, "bins")

@@ -20,6 +20,15 @@ def calibration_report(probs, labels, n_bins: int = 15) -> dict[str, float]:
     ``brier``, ``error``, ``smooth_ece``, ``debiased_ece``, ``ece_sweep``. Each equals the
     function of the same name (``adaece``: ``adaptive_ece``, ``error``: ``error_rate``) called on
     ``(probs, labels)`` with ``n_bins`` (``ece_sweep`` and ``smooth_ece`` have no bins).
+
+    Examples
+    --------
+    >>> from calibnb.metrics import calibration_report
+    >>> probs = [[0.7, 0.2, 0.1], [0.1, 0.55, 0.35], [0.05, 0.05, 0.9], [0.45, 0.35, 0.2]]
+    >>> report = calibration_report(probs, [0, 2, 2, 0])
+    >>> {key: round(value, 3) for key, value in report.items()}
+    {'ece': 0.375, 'adaece': 0.375, 'classwise_ece': 0.267, 'mce': 0.55, 'nll': 0.578,
+     'brier': 0.339, 'error': 0.25, 'smooth_ece': 0.111, 'debiased_ece': 0.0, 'ece_sweep': 0.1}
     """
     p, y = check_probs_labels(probs, labels)
     n_bins = check_n_bins(n_bins)

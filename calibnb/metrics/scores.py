@@ -14,17 +14,45 @@ NLL_EPS = float(np.finfo(np.float64).eps)
 
 
 def nll(probs, labels) -> float:
-    """Mean negative log-likelihood -1/N sum_i log p_{i, y_i} (natural log; clip at ``NLL_EPS``)."""
+    """Mean negative log-likelihood -1/N sum_i log p_{i, y_i} (natural log; clip at ``NLL_EPS``).
+
+    Examples
+    --------
+    >>> from calibnb.metrics import nll
+    >>> round(nll([[0.7, 0.2, 0.1], [0.1, 0.55, 0.35]], [0, 2]), 4)  # -(log 0.7 + log 0.35) / 2
+    0.7033
+
+    A true class given probability 0 costs -log(``NLL_EPS``), not infinity:
+
+    >>> round(nll([[1.0, 0.0]], [1]), 2)
+    36.04
+    """
     return nll_unchecked(*check_probs_labels(probs, labels))
 
 
 def brier(probs, labels) -> float:
-    """Brier score (Brier 1950): 1/N sum_i sum_k (p_ik - 1[y_i = k])^2, in [0, 2]."""
+    """Brier score (Brier 1950): 1/N sum_i sum_k (p_ik - 1[y_i = k])^2, in [0, 2].
+
+    Examples
+    --------
+    >>> from calibnb.metrics import brier
+    >>> round(brier([[0.7, 0.2, 0.1], [0.1, 0.55, 0.35]], [0, 2]), 4)
+    0.4375
+    >>> brier([[0.0, 1.0]], [0])  # the worst prediction
+    2.0
+    """
     return brier_unchecked(*check_probs_labels(probs, labels))
 
 
 def error_rate(probs, labels) -> float:
-    """Fraction of samples whose argmax (first maximal class on ties) is not the label."""
+    """Fraction of samples whose argmax (first maximal class on ties) is not the label.
+
+    Examples
+    --------
+    >>> from calibnb.metrics import error_rate
+    >>> error_rate([[0.7, 0.2, 0.1], [0.1, 0.55, 0.35], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], [0, 2, 1, 2])
+    0.5
+    """
     _, correct = top_label(probs, labels)
     return float(1.0 - correct.mean())
 

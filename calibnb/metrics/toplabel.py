@@ -26,7 +26,19 @@ def predicted_class(p: np.ndarray) -> np.ndarray:
 
 
 def top_label(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validate ``(probs, labels)`` and return float64 ``(confidences, correct)`` of shape (N,)."""
+    """Validate ``(probs, labels)`` and return float64 ``(confidences, correct)`` of shape (N,).
+
+    Examples
+    --------
+    >>> from calibnb.metrics import top_label
+    >>> top_label([[0.7, 0.2, 0.1], [0.1, 0.55, 0.35]], [0, 2])
+    (array([0.7 , 0.55]), array([1., 0.]))
+
+    A tie goes to the first class, so this prediction of class 0 is wrong:
+
+    >>> top_label([[0.5, 0.5]], [1])
+    (array([0.5]), array([0.]))
+    """
     p, y = check_probs_labels(probs, labels)
     return top_label_unchecked(p, y)
 
