@@ -5,9 +5,12 @@ lines long, and fits the book's code column. The public losses in
 :mod:`calibnb.losses` compute the same values and gradients with a fused,
 closed-form backward (what training uses);
 ``tests/test_losses_reference.py`` holds each pair equal in float64.
-Signatures are the public ones; inputs and hyper-parameters are checked
-the same way (the first lines of each); ``log p`` comes from
-``log_softmax``, never from ``log(softmax)``.
+Signatures are the public ones, their defaults written out for the
+reader (``tests/test_loss_declarations.py`` holds them equal to the
+declarations); inputs and hyper-parameters are checked against the
+loss's declaration (:mod:`calibnb.losses.declarations`), as the public
+forms do; ``log p`` comes from ``log_softmax``, never from
+``log(softmax)``.
 """
 
 from __future__ import annotations
@@ -48,8 +51,7 @@ def cross_entropy(logits: Tensor, targets: Tensor,
     return reduce(-log_p_t, reduction)
 
 
-def focal_loss(logits: Tensor, targets: Tensor,
-               gamma: float = FOCAL.default("gamma"),
+def focal_loss(logits: Tensor, targets: Tensor, gamma: float = 3.0,
                reduction: str = "mean") -> Tensor:
     """Focal loss ``L_FL = -(1 - p_t)^γ log p_t`` (Mukhoti et al. 2020,
     Eq. 1; Lin et al. 2017)."""
@@ -60,8 +62,7 @@ def focal_loss(logits: Tensor, targets: Tensor,
 
 
 def focal_loss_sd(logits: Tensor, targets: Tensor,
-                  gammas=FOCAL_SD.default("gammas"),
-                  thresholds=FOCAL_SD.default("thresholds"),
+                  gammas=(5.0, 3.0, 3.0), thresholds=(0.2, 0.5),
                   reduction: str = "mean") -> Tensor:
     """Sample-dependent focal loss (Mukhoti et al. 2020, §5): γ is read
     off each sample's own ``p_t``; FLSD-53 is γ = 5 for ``p_t < 0.2``,
@@ -74,7 +75,7 @@ def focal_loss_sd(logits: Tensor, targets: Tensor,
 
 
 def inverse_focal_loss(logits: Tensor, targets: Tensor,
-                       gamma: float = INVERSE_FOCAL.default("gamma"),
+                       gamma: float = 1.0,
                        reduction: str = "mean") -> Tensor:
     """Inverse focal loss ``-(1 + p_t)^γ log p_t`` (Ghosh et al. 2022,
     Eq. 1)."""
@@ -85,8 +86,7 @@ def inverse_focal_loss(logits: Tensor, targets: Tensor,
 
 
 def dual_probability(logits: Tensor, targets: Tensor,
-                     dual: str | float = DUAL_FOCAL.default("dual")
-                     ) -> Tensor:
+                     dual: str | float = "largest") -> Tensor:
     """``p_j`` of Tao et al. (2023), Eq. 3 and Table 4. The classes
     strictly below the target, ranked by their logits (softmax keeps
     that order; ties by class index): the largest probability (DFL), the
@@ -110,9 +110,8 @@ def dual_probability(logits: Tensor, targets: Tensor,
     return ranked[:, rank - 1]
 
 
-def dual_focal_loss(logits: Tensor, targets: Tensor,
-                    gamma: float = DUAL_FOCAL.default("gamma"),
-                    dual: str | float = DUAL_FOCAL.default("dual"),
+def dual_focal_loss(logits: Tensor, targets: Tensor, gamma: float = 5.0,
+                    dual: str | float = "largest",
                     reduction: str = "mean") -> Tensor:
     """Dual focal loss ``L_DFL = -(1 - p_t + p_j)^γ log p_t`` (Tao et al.
     2023, Eq. 3), gradient through ``p_j`` as in the authors' code."""
@@ -124,8 +123,7 @@ def dual_focal_loss(logits: Tensor, targets: Tensor,
 
 
 def dual_focal_loss_sd(logits: Tensor, targets: Tensor,
-                       gammas=DUAL_FOCAL_SD.default("gammas"),
-                       thresholds=DUAL_FOCAL_SD.default("thresholds"),
+                       gammas=(5.0, 3.0, 3.0), thresholds=(0.2, 0.5),
                        reduction: str = "mean") -> Tensor:
     """DFL-SD (the authors' ``dual_focal_loss_sd.py``): DFL with FLSD's
     γ schedule read off ``p_t - p_j``."""
@@ -147,9 +145,8 @@ def brier_loss(logits: Tensor, targets: Tensor,
 
 
 def focal_calibration_loss(logits: Tensor, targets: Tensor,
-                           gamma: float = FCL.default("gamma"),
-                           lam: float = FCL.default("lam"),
-                           norm: str = FCL.default("norm"),
+                           gamma: float = 2.0, lam: float = 0.5,
+                           norm: str = "l2",
                            reduction: str = "mean") -> Tensor:
     """Focal calibration loss ``L_FCL = L_FL + λ ||p - y||^2`` (FCL
     paper, §3; squared L2 as in the authors' ``FCLUngated``);
@@ -164,7 +161,7 @@ def focal_calibration_loss(logits: Tensor, targets: Tensor,
 
 
 def label_smoothing_loss(logits: Tensor, targets: Tensor,
-                         alpha: float = LABEL_SMOOTHING.default("alpha"),
+                         alpha: float = 0.05,
                          reduction: str = "mean") -> Tensor:
     """Cross-entropy against the smoothed label ``s = (1 - α) y + α / K``
     (Müller et al. 2019): ``-sum_k s_k log p_k``."""
@@ -176,10 +173,8 @@ def label_smoothing_loss(logits: Tensor, targets: Tensor,
     return reduce(-(smoothed * log_p).sum(1), reduction)
 
 
-def mmce_loss(logits: Tensor, targets: Tensor,
-              lam: float = MMCE.default("lam"),
-              width: float = MMCE.default("width"),
-              reduction: str = "mean") -> Tensor:
+def mmce_loss(logits: Tensor, targets: Tensor, lam: float = 2.0,
+              width: float = 0.4, reduction: str = "mean") -> Tensor:
     """Cross-entropy plus ``λ MMCE_w`` of the batch (Kumar et al. 2018):
     ``MMCE_w^2 = v^T K v``, Laplacian kernel ``K_ij = exp(-|r_i - r_j| /
     width)`` on the top-label confidences ``r``, ``v_i = (1 - r_i) / m``
@@ -199,8 +194,7 @@ def mmce_loss(logits: Tensor, targets: Tensor,
 
 
 def adafocal_loss(logits: Tensor, targets: Tensor, gammas, edges,
-                  base: str = ADAFOCAL.default("base"),
-                  reduction: str = "mean") -> Tensor:
+                  base: str = "focal", reduction: str = "mean") -> Tensor:
     """AdaFocal (Ghosh et al. 2022, Eq. 5) given the bins' γ: a sample
     takes the γ of the bin ``[edges[b], edges[b+1])`` its ``d`` falls in,
     ``d = p_t`` (``base="dual"``: ``p_t - p_j``); ``-(1 - d)^γ log p_t``
