@@ -15,7 +15,7 @@ import pytest
 
 from conftest import REPO
 
-PACKAGES = ["calibnb.metrics", "calibnb.calibration"]
+PACKAGES = ["calibnb.metrics", "calibnb.calibration", "calibnb.losses"]
 
 # The "Examples" heading underlined with dashes, then everything up to the next numpydoc heading.
 EXAMPLES = re.compile(r"^Examples\n-{8,}\n(.*?)(?=^\w[\w ]*\n-{3,}\n|\Z)", re.MULTILINE | re.DOTALL)

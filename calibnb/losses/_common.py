@@ -156,8 +156,16 @@ def lookup(table: Tensor, statistic: Tensor, boundaries: Tensor) -> Tensor:
     """``table[i]`` where ``boundaries[i-1] <= statistic < boundaries[i]``, shaped like ``statistic``.
 
     ``table`` has one entry more than the increasing ``boundaries``. ``bucketize`` over the
-    flattened values and ``take`` cost 18 + 12 us on 4096 values on the CPU, against 31 + 19 us
-    for ``bucketize`` over the ``(N, 1)`` column and an indexing.
+    flattened values and ``take`` are each cheaper than ``bucketize`` over the ``(N, 1)`` column
+    and an indexing.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses._common import lookup
+    >>> gammas, thresholds = torch.tensor([5.0, 3.0, 2.0]), torch.tensor([0.2, 0.5])
+    >>> lookup(gammas, torch.tensor([0.1, 0.2, 0.49, 0.9]), thresholds)  # a boundary opens its bin
+    tensor([5., 3., 3., 2.])
     """
     index = torch.bucketize(statistic.detach().reshape(-1), boundaries, right=True)
     return torch.take(table, index).view(statistic.shape)

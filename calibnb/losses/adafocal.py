@@ -53,6 +53,15 @@ def adafocal_update(
     effect). Returns the new gammas as a tensor like ``gammas`` if it is one, else as a float64
     numpy array. Note that ``gamma = 0`` counts as focal, so it switches to ``-switch`` at the
     next update (Algorithm 1; the reference code sends it to ``+switch``).
+
+    Examples
+    --------
+    >>> from calibnb.losses import adafocal_update
+    >>> gaps = [0.1, -0.05, float("nan")]  # over-confident, under-confident, empty
+    >>> adafocal_update([1.0, 1.0, -0.5], gaps, lam=1.0).round(4).tolist()
+    [1.1052, 0.9512, -0.5]
+    >>> adafocal_update([0.1], [-0.5], switch=0.2).tolist()  # 0.1 exp(-0.5) = 0.06 < 0.2: inverse focal
+    [-0.2]
     """
     lam, switch, gamma_min, gamma_max = ADAFOCAL.checked(lam=lam, switch=switch, gamma_min=gamma_min,
                                                          gamma_max=gamma_max)
@@ -106,6 +115,18 @@ def adafocal_loss(
     the smallest ``gamma_min`` and at most the largest ``gamma_max`` of
     :data:`~calibnb.losses.declarations.ADAFOCAL`)
     and ``edges`` (finite, sorted), reading them to the host.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import adafocal_loss, focal_loss, inverse_focal_loss
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> edges = [0.0, 0.5, 1.0]
+    >>> adafocal_loss(z, t, [1.0, 3.0], edges, reduction="none")  # gamma 3 above p_t = 0.5, 1 below
+    tensor([0.0024, 0.7358], dtype=torch.float64)
+    >>> torch.allclose(adafocal_loss(z, t, [-1.0, -1.0], edges), inverse_focal_loss(z, t, gamma=1))
+    True
     """
     [base] = ADAFOCAL.checked(base=base)
     reduction = check_reduction(reduction)
@@ -230,6 +251,17 @@ class AdaFocalLoss(ValidationBinnedLoss):
     ``edges`` are buffers (they follow ``.to(device)`` and ``state_dict``); ``history`` holds one
     record per :meth:`update` with the new ``edges``, the bins' ``gaps`` and the new ``gammas``.
     The forward pass is summed or averaged like any loss (``reduction``); the authors' code sums.
+
+    Examples
+    --------
+    >>> from calibnb.losses import AdaFocalLoss
+    >>> loss = AdaFocalLoss(n_bins=2, lam=1.0)  # every bin starts at gamma_init = 1
+    >>> val_probs = [[0.6, 0.4], [0.7, 0.3], [0.8, 0.2], [0.9, 0.1]]
+    >>> val_labels = [0, 1, 0, 0]  # equal-mass bins {0.6, 0.7} (accuracy 1/2) and {0.8, 0.9} (1)
+    >>> loss.update(val_probs, val_labels)  # gamma exp(lam (confidence - accuracy)): gaps 0.15, -0.15
+    tensor([1.1618, 0.8607], dtype=torch.float64)
+    >>> loss.edges  # a training sample with p_t >= 0.75 now takes gamma 0.86
+    tensor([0.0000, 0.7500, 1.0000], dtype=torch.float64)
     """
 
     declaration = ADAFOCAL
@@ -305,6 +337,21 @@ class CalFocalLoss(ValidationBinnedLoss):
     validation bins keep their previous statistics. ``gamma_max`` caps ``exp(...)``, which
     overflows float32 for the paper's ``lam = 100``; beyond it ``(1 - p)^gamma`` has underflowed
     for every ``p`` that matters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import CalFocalLoss, focal_loss
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> loss = CalFocalLoss(n_bins=2, lam=10.0, case=2)
+    >>> torch.allclose(loss(z, t), focal_loss(z, t, gamma=1))  # before any update: gamma exp(0) = 1
+    True
+    >>> val_probs = [[0.6, 0.4], [0.7, 0.3], [0.8, 0.2], [0.9, 0.1]]
+    >>> val_labels = [0, 1, 0, 0]  # equal-mass bins {0.6, 0.7} (accuracy 1/2) and {0.8, 0.9} (1)
+    >>> loss.update(val_probs, val_labels)
+    >>> loss.confidences - loss.accuracies  # C_b - A_b: gamma_b = exp(1.5) and exp(-1.5)
+    tensor([ 0.1500, -0.1500], dtype=torch.float64)
     """
 
     declaration = CALFOCAL

@@ -29,6 +29,16 @@ def loss_along_pt(
     a module); ``p_t`` are points in ``(0, 1)``; ``rest`` are non-negative proportions of the
     other classes (normalised to sum 1; the default is the binary case). The target is class 0;
     the logits are ``log p`` in float64.
+
+    Examples
+    --------
+    >>> from calibnb.losses import brier_loss, cross_entropy, loss_along_pt
+    >>> values, slopes = loss_along_pt(lambda z, t: cross_entropy(z, t, reduction="none"), [0.25, 0.5])
+    >>> values.round(4), slopes.round(4)  # -log p_t and its derivative -1 / p_t
+    (array([1.3863, 0.6931]), array([-4., -2.]))
+    >>> brier = lambda z, t: brier_loss(z, t, reduction="none")
+    >>> loss_along_pt(brier, [0.5], rest=(0.5, 0.5))[0].round(4)  # p = (0.5, 0.25, 0.25)
+    array([0.375])
     """
     points = np.asarray(p_t, dtype=np.float64)
     if points.ndim != 1 or points.size == 0 or not ((points > 0) & (points < 1)).all():

@@ -19,7 +19,7 @@ Examples
 >>> FOCAL.checked(gamma=-1)
 Traceback (most recent call last):
 ...
-ValueError: gamma must be >= 0, got -1.0
+ValueError: gamma must be >= 0, got -1
 """
 
 from __future__ import annotations
@@ -43,7 +43,13 @@ FLSD_THRESHOLDS = (0.2, 0.5)
 
 @dataclass(frozen=True)
 class Real:
-    """A real hyper-parameter in ``[minimum, maximum]`` (``(minimum, maximum]`` when ``strict``)."""
+    """A real hyper-parameter in ``[minimum, maximum]`` (``(minimum, maximum]`` when ``strict``).
+
+    Examples
+    --------
+    >>> Real(0.05, 0.0, 1.0).check(0.1, "alpha")  # default 0.05, admissible [0, 1]
+    0.1
+    """
 
     default: float | None
     minimum: float | None = None
@@ -56,7 +62,13 @@ class Real:
 
 @dataclass(frozen=True)
 class Choice:
-    """One of a fixed set of values."""
+    """One of a fixed set of values.
+
+    Examples
+    --------
+    >>> Choice("l2", ("l1", "l2")).check("l1", "norm")
+    'l1'
+    """
 
     default: Any
     choices: tuple
@@ -67,7 +79,13 @@ class Choice:
 
 @dataclass(frozen=True)
 class Bins:
-    """A number of bins (:func:`calibnb._validation.check_n_bins`)."""
+    """A number of bins (:func:`calibnb._validation.check_n_bins`).
+
+    Examples
+    --------
+    >>> Bins(15).check(10, "n_bins")
+    10
+    """
 
     default: int
 
@@ -78,7 +96,14 @@ class Bins:
 @dataclass(frozen=True)
 class RealOrChoice:
     """A named choice, or a real number in ``[minimum, maximum]`` (dual focal loss's ``dual``:
-    a named ``p_j`` or a fixed offset in its place)."""
+    a named ``p_j`` or a fixed offset in its place).
+
+    Examples
+    --------
+    >>> dual = RealOrChoice("largest", ("largest", "second"), 0.0, 1.0)
+    >>> dual.check("second", "dual"), dual.check(0.2, "dual")
+    ('second', 0.2)
+    """
 
     default: Any
     choices: tuple
@@ -96,7 +121,13 @@ class RealOrChoice:
 
 @dataclass(frozen=True)
 class Reals:
-    """A 1-D sequence of reals, each checked as ``element`` (``name[i]`` in the messages)."""
+    """A 1-D sequence of reals, each checked as ``element`` (``name[i]`` in the messages).
+
+    Examples
+    --------
+    >>> Reals((5.0, 3.0), Real(None, 0.0)).check([5, 2], "gammas")
+    (5.0, 2.0)
+    """
 
     default: tuple
     element: Real
@@ -118,6 +149,12 @@ class LossDeclaration:
     :class:`Choice`, ...), which holds its default and admissible values; ``together`` checks
     relations between checked values (FLSD's schedule lengths, AdaFocal's γ range) and returns
     them.
+
+    Examples
+    --------
+    >>> from calibnb.losses.declarations import FCL
+    >>> FCL.name, FCL.default("lam"), FCL.checked(gamma=2, lam=0)
+    ('focal_calibration_loss', 0.5, (2.0, 0.0))
     """
 
     name: str

@@ -39,6 +39,17 @@ def dual_focal_loss(
     fixed offset in place of ``p_j`` (the table's "+0.1", "+0.2"; 0 is focal loss).
     The default ``gamma = 5`` is the authors' setting for ResNet-50 on CIFAR-10/100.
     ``validate``: see :func:`calibnb.losses.focal_loss`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import dual_focal_loss, focal_loss
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> round(dual_focal_loss(z, t, gamma=5).item(), 4)  # p_j = 0.18 and 0.30
+    0.4703
+    >>> torch.allclose(dual_focal_loss(z, t, gamma=5, dual=0.0), focal_loss(z, t, gamma=5))  # offset 0: FL
+    True
     """
     gamma, dual = DUAL_FOCAL.checked(gamma=gamma, dual=dual)
     reduction = check_reduction(reduction)
@@ -62,6 +73,17 @@ def dual_focal_loss_sd(
     The sample-dependent variant in the authors' research code (``dual_focal_loss_sd.py``):
     ``gammas[i]`` where ``thresholds[i-1] <= p_k - p_j < thresholds[i]``, no gradient through
     gamma. Defaults are FLSD-53's schedule. ``validate``: see :func:`calibnb.losses.focal_loss`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import dual_focal_loss, dual_focal_loss_sd
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> dual_focal_loss_sd(z, t, reduction="none")  # p_t - p_j = 0.61 takes gamma 3, 0.03 gamma 5
+    tensor([0.0143, 0.9384], dtype=torch.float64)
+    >>> dual_focal_loss(z, t, gamma=5, reduction="none")
+    tensor([0.0022, 0.9384], dtype=torch.float64)
     """
     gammas, thresholds = DUAL_FOCAL_SD.checked(gammas=gammas, thresholds=thresholds)
     reduction = check_reduction(reduction)
@@ -79,6 +101,22 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
     ``log p_j`` into the graph. The losses themselves compute the same inside their fused
     forward. ``logp`` (``log_softmax`` of logits) and ``targets`` are checked as
     :func:`~calibnb.losses._common.check_log_probs` does.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import target_and_dual
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> torch.softmax(z, dim=1)
+    tensor([[0.7856, 0.1753, 0.0391],
+            [0.3006, 0.3672, 0.3322]], dtype=torch.float64)
+    >>> logp = torch.log_softmax(z, dim=1)
+    >>> log_p_t, p_j = target_and_dual(logp, t)
+    >>> p_j  # the largest probability below p_t: in row 2 class 0's 0.30, not class 1's 0.37
+    tensor([0.1753, 0.3006], dtype=torch.float64)
+    >>> target_and_dual(logp, t, dual="second")[1]  # row 2 has no second one below p_t
+    tensor([0.0391, 0.0000], dtype=torch.float64)
     """
     dual = check_choice(dual, "dual", DUALS)
     logp, targets = check_log_probs(logp, targets)

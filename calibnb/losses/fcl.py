@@ -35,6 +35,19 @@ def focal_calibration_loss(
     :data:`~calibnb.losses._common.TERM_WEIGHT_MAX`) keep float32 values and gradients finite.
     Forward and closed-form backward are fused (:mod:`calibnb.losses._fused`).
     ``validate``: see :func:`calibnb.losses.focal_loss`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from calibnb.losses import brier_loss, focal_calibration_loss, focal_loss
+    >>> z = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]], dtype=torch.float64)
+    >>> t = torch.tensor([0, 2])  # p_t = 0.79 (right) and 0.33 (wrong: class 1 has 0.37)
+    >>> round(focal_calibration_loss(z, t, gamma=2, lam=0.5).item(), 4)
+    0.4386
+    >>> round((focal_loss(z, t, gamma=2) + 0.5 * brier_loss(z, t)).item(), 4)  # FL-2 plus half the Brier loss
+    0.4386
+    >>> round(focal_calibration_loss(z, t, gamma=2, lam=0).item(), 4)  # lam = 0 is focal loss
+    0.2512
     """
     gamma, lam, norm = FCL.checked(gamma=gamma, lam=lam, norm=norm)
     reduction = check_reduction(reduction)
