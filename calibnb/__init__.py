@@ -29,4 +29,6 @@ Layers, each importing only from the layers above it (the chapters import from a
 ``tests/test_layers.py`` holds the package to this order.
 """
 
+#: The one place the version is written: pyproject.toml reads it ([tool.setuptools.dynamic]), and
+#: the release workflow (.github/workflows/release.yml) publishes only a tag ``v<__version__>``.
 __version__ = "0.1.0"
