@@ -9,7 +9,7 @@ from conftest import REPO
 
 PACKAGE = REPO / "calibnb"
 LAYERS = [
-    {"_validation", "atomic"},
+    {"_validation", "_threads", "atomic"},
     {"metrics", "models", "data", "paper_tables"},
     {"losses", "calibration"},
     {"toy", "synthetic"},
