@@ -11,7 +11,9 @@ calibration loss paper; Komisarenko & Kull 2024). Submodules are imported on dem
 
 Layers, each importing only from the layers above it (the chapters import from any)::
 
-    _validation, _progress, atomic       input checks; progress bars; atomic file writes
+    _validation, _progress, _threads, atomic
+                                         input checks; progress bars; one torch thread for a
+                                         block; atomic file writes
     metrics, models, data, paper_tables  calibration metrics; networks; data sets and their fetch
                                          step; the papers' transcribed tables
     losses, calibration                  training losses (fast and reference); post-hoc

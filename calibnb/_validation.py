@@ -218,6 +218,18 @@ def check_real(
     return value
 
 
+def check_grid(values, default, name: str, positive: bool = False,
+               minimum: float | None = None) -> np.ndarray:
+    """A non-empty 1-D float64 grid of finite values (``default`` when ``values`` is None), each
+    ``> 0`` if ``positive``, else ``>= minimum`` if given: a calibrator's candidate parameters."""
+    grid = np.asarray(default if values is None else values, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {grid.shape}")
+    for v in grid:
+        check_real(float(v), name, minimum=0.0 if positive else minimum, strict_minimum=positive)
+    return grid
+
+
 def check_type(value, name: str, types, what: str):
     """``value`` if it is an instance of ``types``, else a ``TypeError`` naming ``name`` and saying
     ``what`` it must be."""

@@ -10,14 +10,13 @@ batch size, the learning rate nor the seed; here an epoch is one full-batch Adam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
+from ._threads import single_threaded
 from ._validation import check_int, check_real
 
 __all__ = ["TwoMoonsResult", "single_threaded", "two_moons_experiment"]
@@ -58,21 +57,6 @@ class TwoMoonsResult:
     def train_confidence(self) -> float:
         """Mean top-label confidence on the training points."""
         return float(self.train_probs.max(1).mean())
-
-
-@contextmanager
-def single_threaded() -> Iterator[None]:
-    """Run torch on one intra-op thread inside the block (restored afterwards).
-
-    The toy models' matrices are tiny; on a small CPU shared with other work, extra threads only
-    wait for each other (measured here: 41 s against 9 s for one Fashion-MNIST MLP run).
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _mlp(hidden: tuple[int, ...]) -> nn.Sequential:

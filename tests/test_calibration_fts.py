@@ -16,6 +16,8 @@ from calibnb.calibration import (
     focal_softmax,
 )
 from calibnb.calibration._grid import (
+    CLASS_MAJOR_UP_TO,
+    COMPILE_ABOVE,
     ROWS_PER_THREAD,
     FocalGrid,
     _focal_top_kernel,
@@ -53,6 +55,31 @@ def test_batched_ece_is_the_same_on_any_number_of_threads(threads):
     expected = [batched_ece(conf[i : i + 1], correct, 15, "mass")[0] for i in range(len(conf))]
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(column_major, expected)
+
+
+def test_the_grid_leaves_the_process_thread_count_as_it_found_it():
+    """The eager kernel runs on one thread inside its block only: after an evaluation, a fit,
+    and an evaluation whose kernel raises, torch's thread count is the caller's again."""
+    z, y = overconfident(7, n=200)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grid = FocalGrid(z, y)
+        grid.evaluate(1.0, PAPER_GAMMAS)
+        assert torch.get_num_threads() == 2
+        FocalTemperatureScaling(temperatures=[0.5, 1.0, 2.0]).fit(z, y)
+        assert torch.get_num_threads() == 2
+
+        def failing_kernel(*args):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("kernel failed")
+
+        grid.kernel = failing_kernel
+        with pytest.raises(RuntimeError, match="kernel failed"):
+            grid.evaluate(1.0, PAPER_GAMMAS)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("n_bins", [15, 300])  # bin indices counted in one byte, and in int64
@@ -156,9 +183,9 @@ def test_saturated_validation_logits_stay_finite():
 def test_compiled_kernel_equals_eager_kernel(k):
     z, y = overconfident(4, n=400, k=k)
     eager = FocalGrid(z, y)
-    compiled = FocalGrid(z, y, n_evaluations=FocalGrid.COMPILE_ABOVE)
+    compiled = FocalGrid(z, y, n_evaluations=COMPILE_ABOVE)
     assert compiled.kernel is not eager.kernel
-    assert compiled.class_dim == (0 if k <= FocalGrid.CLASS_MAJOR_UP_TO else 1)
+    assert compiled.class_dim == (0 if k <= CLASS_MAJOR_UP_TO else 1)
     for t in (0.01, 0.3, 1.0, 4.0):
         for a, b in zip(eager.evaluate(t, PAPER_GAMMAS), compiled.evaluate(t, PAPER_GAMMAS)):
             np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)

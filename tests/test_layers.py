@@ -9,7 +9,7 @@ from conftest import REPO
 
 PACKAGE = REPO / "calibnb"
 LAYERS = [
-    {"_validation", "_progress", "atomic"},
+    {"_validation", "_progress", "_threads", "atomic"},
     {"metrics", "models", "data", "paper_tables"},
     {"losses", "calibration"},
     {"toy", "synthetic"},

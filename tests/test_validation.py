@@ -6,6 +6,7 @@ import torch
 
 from calibnb._validation import (
     check_choice,
+    check_grid,
     check_int,
     check_labels,
     check_logits,
@@ -94,6 +95,22 @@ def test_scalar_checks():
         check_real(2.0, "lam", maximum=1)
     with pytest.raises(ValueError, match="binning must be one of"):
         check_choice("quantile", "binning", {"width", "mass"})
+
+
+def test_grid_checks():
+    default = np.array([0.5, 1.0])
+    np.testing.assert_array_equal(check_grid(None, default, "temperatures"), default)
+    got = check_grid([1, 2], default, "temperatures", positive=True)
+    assert got.dtype == np.float64 and got.tolist() == [1.0, 2.0]
+    assert check_grid([-1.0, 0.5], default, "gammas", minimum=-1.0).tolist() == [-1.0, 0.5]
+    for bad, message in [([], "temperatures must be a non-empty 1-D"),
+                         ([[1.0]], "temperatures must be a non-empty 1-D"),
+                         ([1.0, 0.0], "temperatures must be > 0"),
+                         ([1.0, np.inf], "temperatures must be finite")]:
+        with pytest.raises(ValueError, match=message):
+            check_grid(bad, default, "temperatures", positive=True)
+    with pytest.raises(ValueError, match="gammas must be >= -1"):
+        check_grid([-1.5], default, "gammas", minimum=-1.0)
 
 
 def test_half_precision_probabilities_get_a_tolerance_of_twice_their_epsilon():

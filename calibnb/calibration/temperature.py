@@ -16,10 +16,9 @@ from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
-from .._validation import check_choice, check_n_bins
+from .._validation import check_choice, check_grid, check_n_bins
 from ..metrics import ece
 from ._base import ClassCountMixin
-from ._grid import check_grid
 
 #: The papers' temperature grid 0.1, 0.2, …, 10.0 (Mukhoti et al. 2020, ``temperature_scaling.py``).
 PAPER_TEMPERATURES = np.round(np.arange(1, 101) * 0.1, 10)
