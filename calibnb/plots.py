@@ -59,7 +59,7 @@ def reliability_diagram(
         ``fig.tight_layout()`` (constrained layout does not move a divider's axes). Without it, a
         new figure :data:`COLUMN_WIDTH` / 2 wide is made and laid out.
     path : str or os.PathLike, optional
-        Save the figure here, atomically (:func:`calibnb.atomic.atomic_path`), in the format its
+        Save the figure here, atomically (:func:`calibnb.runs.atomic_path`), in the format its
         extension names (``.png``, ``.svg``, ``.pdf``, ... what matplotlib writes).
     n_bins, binning
         As for :func:`calibnb.metrics.ece`: the number of bins, ``"width"`` (ECE) or ``"mass"``
@@ -79,7 +79,9 @@ def reliability_diagram(
     --------
     >>> from calibnb.plots import reliability_diagram
     >>> probs = [[0.7, 0.3], [0.6, 0.4], [0.2, 0.8], [0.9, 0.1]]
-    >>> fig = reliability_diagram(probs, [0, 1, 1, 0], path="reliability.png")  # doctest: +SKIP
+    >>> fig = reliability_diagram(probs, [0, 1, 1, 0])  # path="reliability.png" would save it
+    >>> [ax.get_ylabel() for ax in fig.axes]  # the diagram, and the histogram under it
+    ['Accuracy', 'Fraction']
     """
     table = reliability_table(probs, labels, n_bins=n_bins, binning=binning)
     if ax is not None:
@@ -281,7 +283,7 @@ def fts_valley(ax, gammas, valley, chosen=None, ts_temperature=None, color=None,
     ``chosen`` (optional) the fitted ``(γ, T)`` pairs (points). With ``ts_temperature`` the
     band ``T_TS / T_high(γ) … T_TS / T_low(γ)`` is shaded for γ ≥ 0: the T at which FTS equals
     temperature scaling at ``T_TS`` if focal calibration were exactly a temperature within
-    Proposition 3's bounds (:func:`calibnb.theory.temperature_bounds`). Returns ``ax``.
+    Proposition 3's bounds (``calibnb.theory.temperature_bounds()``). Returns ``ax``.
     """
     from calibnb.theory import temperature_bounds
 
