@@ -39,7 +39,7 @@ def reliability_diagram(
     title: str | None = None,
     show_counts: bool = True,
 ):
-    """The reliability diagram of Guo et al. (2017, Fig. 1) / Mukhoti et al. (2020), in one call.
+    """A reliability diagram with its histogram, in one call (Guo et al. 2017, Fig. 1).
 
     Bars show each non-empty bin's accuracy of the top-label prediction; a hatched red bar spans
     the gap between accuracy and mean confidence; the dashed diagonal is perfect calibration; the
