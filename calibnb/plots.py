@@ -2,32 +2,97 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import cbook
+from matplotlib.axes import Axes
+from matplotlib.backend_bases import FigureCanvasBase
 
+from calibnb._validation import check_type
+from calibnb.atomic import atomic_path
 from calibnb.metrics import ece, reliability_table
+
+__all__ = [
+    "COLUMN_WIDTH",
+    "ece_by_seed",
+    "fts_valley",
+    "gamma_dynamics",
+    "learning_curves",
+    "method_colours",
+    "reliability_diagram",
+    "reliability_grid",
+    "whisker_span",
+]
 
 
 def reliability_diagram(
-    ax,
     probs,
     labels,
+    ax=None,
+    path=None,
     n_bins: int = 15,
     binning: str = "width",
     title: str | None = None,
     show_counts: bool = True,
 ):
-    """Draw the reliability diagram of Guo et al. (2017, Fig. 1) / Mukhoti et al. (2020) on ``ax``.
+    """A reliability diagram with its histogram, in one call (Guo et al. 2017, Fig. 1).
 
     Bars show each non-empty bin's accuracy of the top-label prediction; a hatched red bar spans
     the gap between accuracy and mean confidence; the dashed diagonal is perfect calibration; the
     legend gives the ECE with the same bins. With ``show_counts`` a histogram of the fraction of
-    samples per bin is drawn in an inset axis below ``ax``. Bins come from
-    ``calibnb.metrics.reliability_table``. Returns ``(ax, counts_ax or None)``.
+    samples per bin is drawn in its own axes under the diagram, carved out of the diagram's own
+    box (``mpl_toolkits.axes_grid1``'s divider), so the histogram lies inside the figure and a
+    plain ``savefig`` keeps it. Bins come from :func:`calibnb.metrics.reliability_table`.
+
+    Parameters
+    ----------
+    probs : array (N, K)
+        Predicted class probabilities.
+    labels : array (N,)
+        Integer labels.
+    ax : matplotlib Axes, optional
+        Where to draw; its box holds the diagram and the histogram. Lay its figure out with
+        ``fig.tight_layout()`` (constrained layout does not move a divider's axes). Without it, a
+        new figure :data:`COLUMN_WIDTH` / 2 wide is made and laid out.
+    path : str or os.PathLike, optional
+        Save the figure here, atomically (:func:`calibnb.runs.atomic_path`), in the format its
+        extension names (``.png``, ``.svg``, ``.pdf``, ... what matplotlib writes).
+    n_bins, binning
+        As for :func:`calibnb.metrics.ece`: the number of bins, ``"width"`` (ECE) or ``"mass"``
+        (AdaECE).
+    title : str, optional
+        The diagram's title.
+    show_counts : bool
+        Draw the histogram of samples per bin.
+
+    Returns
+    -------
+    matplotlib Figure or Axes
+        The new figure when ``ax`` is not given, else ``ax`` (the histogram's axes, when drawn, is
+        the figure's axes after it).
+
+    Examples
+    --------
+    >>> from calibnb.plots import reliability_diagram
+    >>> probs = [[0.7, 0.3], [0.6, 0.4], [0.2, 0.8], [0.9, 0.1]]
+    >>> fig = reliability_diagram(probs, [0, 1, 1, 0])  # path="reliability.png" would save it
+    >>> [ax.get_ylabel() for ax in fig.axes]  # the diagram, and the histogram under it
+    ['Accuracy', 'Fraction']
     """
     table = reliability_table(probs, labels, n_bins=n_bins, binning=binning)
+    if ax is not None:
+        check_type(ax, "ax", Axes, "a matplotlib Axes")
+    if title is not None:
+        check_type(title, "title", str, "a str")
+    check_type(show_counts, "show_counts", bool, "a bool")
+    suffix = None if path is None else _figure_format(path)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH / 2, COLUMN_WIDTH / 2 + (0.9 if show_counts else 0.0)))
     full = table[table["count"] > 0]
     width = full["hi"] - full["lo"]
     ax.bar(full["lo"], full["accuracy"], width=width, align="edge", color="tab:blue",
@@ -43,16 +108,39 @@ def reliability_diagram(
     if title is not None:
         ax.set_title(title)
     ax.legend(loc="upper left", fontsize="small")
-    if not show_counts:
-        return ax, None
-    counts_ax = ax.inset_axes([0.0, -0.45, 1.0, 0.22])
-    fraction = table["count"] / table["count"].sum()
-    counts_ax.bar(table["lo"], fraction, width=table["hi"] - table["lo"], align="edge",
-                  color="gray", edgecolor="black", linewidth=0.5)
-    counts_ax.set(xlim=(0, 1), ylim=(0, max(float(np.max(fraction)), 1e-12) * 1.1),
-                  ylabel="Fraction")
-    ax.set_xlabel("Confidence")
-    return ax, counts_ax
+    if show_counts:
+        from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+        counts_ax = make_axes_locatable(ax).append_axes("bottom", size="28%", pad=0.08, sharex=ax)
+        fraction = table["count"] / table["count"].sum()
+        counts_ax.bar(table["lo"], fraction, width=table["hi"] - table["lo"], align="edge",
+                      color="gray", edgecolor="black", linewidth=0.5)
+        counts_ax.set(xlim=(0, 1), ylim=(0, max(float(np.max(fraction)), 1e-12) * 1.1),
+                      xlabel="Confidence", ylabel="Fraction")
+        ax.set_xlabel("")
+        ax.tick_params(labelbottom=False)
+    if fig is not None:
+        fig.tight_layout()
+    if path is not None:
+        _save_figure(ax.figure, path, suffix)
+    return ax if fig is None else fig
+
+
+def _figure_format(path) -> str:
+    """The format ``path``'s extension names, if matplotlib writes it; a ``ValueError`` naming
+    ``path`` otherwise."""
+    check_type(path, "path", (str, os.PathLike), "a str or os.PathLike")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        raise ValueError(f"path must end in one of {', '.join('.' + f for f in sorted(formats))}, got {str(path)!r}")
+    return suffix
+
+
+def _save_figure(fig, path, suffix: str) -> None:
+    """Save ``fig`` to ``path`` atomically, cropped to what is drawn (nothing drawn is cut off)."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=suffix, bbox_inches="tight")
 
 
 #: The width, in inches, of the book's figures: its text column (688 px) at matplotlib's 100 dpi,
@@ -139,12 +227,14 @@ def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n
     titles = titles or {}
     nrows = -(-len(panels) // ncols)
     side = COLUMN_WIDTH / ncols
+    # Constrained layout makes room for the shared axis labels (fig.supxlabel, fig.supylabel)
+    # beside the tick labels rather than over them.
     fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, (side + 0.35) * nrows), sharex=True,
-                             sharey=True, squeeze=False)
+                             sharey=True, squeeze=False, layout="constrained")
     values = {}
     for ax, (name, (probs, labels)) in zip(axes.flat, panels.items()):
         values[name] = ece(probs, labels, n_bins=n_bins)
-        reliability_diagram(ax, probs, labels, n_bins=n_bins, show_counts=False)
+        reliability_diagram(probs, labels, ax=ax, n_bins=n_bins, show_counts=False)
         ax.get_legend().remove()
         ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize=9)
         ax.set(xlabel="", ylabel="")
@@ -193,7 +283,7 @@ def fts_valley(ax, gammas, valley, chosen=None, ts_temperature=None, color=None,
     ``chosen`` (optional) the fitted ``(γ, T)`` pairs (points). With ``ts_temperature`` the
     band ``T_TS / T_high(γ) … T_TS / T_low(γ)`` is shaded for γ ≥ 0: the T at which FTS equals
     temperature scaling at ``T_TS`` if focal calibration were exactly a temperature within
-    Proposition 3's bounds (:func:`calibnb.theory.temperature_bounds`). Returns ``ax``.
+    Proposition 3's bounds (``calibnb.theory.temperature_bounds()``). Returns ``ax``.
     """
     from calibnb.theory import temperature_bounds
 

@@ -161,3 +161,34 @@ def test_page_renders_offline_with_typeset_math(browser, server, page_name):
     assert not failed, f"requests failed: {failed}"
     assert not foreign, f"the page requested other hosts: {foreign}"
     assert not errors, f"JavaScript errors: {errors}"
+
+
+#: What does not fit the screen on an API page: the page itself scrolling sideways, or a signature,
+#: table or code block wider than its box.
+OVERFLOW_JS = r"""() => {
+  const root = document.documentElement;
+  const main = document.querySelector('main') || document.body;
+  const wide = [...main.querySelectorAll('dt.sig, table, pre, dd')].filter(e =>
+      e.getBoundingClientRect().right > root.clientWidth + 1
+      || (e.scrollWidth > e.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible'));
+  return {page: root.scrollWidth - root.clientWidth, entries: main.querySelectorAll('dl.py').length,
+          wide: wide.map(e => e.tagName + ' ' + e.scrollWidth + '>' + e.clientWidth + ': '
+                              + (e.innerText || '').trim().slice(0, 60).replace(/\s+/g, ' '))};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("page_name", [doc for doc in toc_files() if doc.startswith("book/api/") and doc != "book/api/index"])
+def test_api_pages_fit_a_desktop_and_a_phone(browser, server, page_name, width):
+    """The API pages (generated from the docstrings) read on a 1280 px screen and a 390 px phone:
+    every entry rendered, long signatures wrapped one parameter a line, nothing scrolls sideways."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(f"{server}/{page_name}.html", wait_until="networkidle")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{page_name.replace('/', '_')}_{width}.png"), full_page=False)
+    found = page.evaluate(OVERFLOW_JS)
+    page.close()
+    assert found["entries"] > 0, f"{page_name} shows no API entry"
+    assert found["page"] <= 0, f"{page_name} scrolls sideways by {found['page']} px at {width} px"
+    assert not found["wide"], f"wider than their box at {width} px: {found['wide']}"

@@ -24,7 +24,7 @@ def data(seed=0, n=1000, k=10):
 def test_bars_are_bin_accuracies_and_gaps(binning, name):
     probs, labels = data()
     fig, ax = plt.subplots()
-    ax, counts_ax = reliability_diagram(ax, probs, labels, binning=binning, title="t")
+    assert reliability_diagram(probs, labels, ax=ax, binning=binning, title="t") is ax
     table = reliability_table(probs, labels, binning=binning)
     full = table[table["count"] > 0]
     accuracy_bars, gap_bars = ax.containers
@@ -34,21 +34,114 @@ def test_bars_are_bin_accuracies_and_gaps(binning, name):
     assert [r.get_x() for r in accuracy_bars] == pytest.approx(full["lo"].tolist())
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert f"{name} = {100 * ece(probs, labels, binning=binning):.2f} %" in legend
+    counts_ax = fig.axes[1]
     heights = [r.get_height() for r in counts_ax.containers[0]]
     assert heights == pytest.approx((table["count"] / len(labels)).tolist())
     assert ax.get_title() == "t"
     plt.close(fig)
 
 
-def test_without_counts_and_bad_input():
+def drawn_boxes(fig):
+    """The window extent of every axes and everything drawn in it (tick labels, axis labels,
+    legend, bars), in display pixels, after a draw."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for ax in fig.axes:
+        boxes.append(ax.get_tightbbox(renderer))
+        boxes.extend(a.get_window_extent(renderer) for a in ax.get_children() if a.get_visible())
+    return [b for b in boxes if b is not None and b.width > 0 and b.height > 0]
+
+
+def test_the_histogram_lies_inside_the_figure():
+    """Issue 28: the histogram used to hang below the axes, so a plain savefig cut it off. Now
+    every artist, the histogram's included, lies inside the figure box, alone and beside another
+    diagram in a figure laid out by tight_layout."""
+    probs, labels = data()
+    alone = reliability_diagram(probs, labels)
+    fig, axes = plt.subplots(1, 2, figsize=(7, 4.4))
+    reliability_diagram(probs, labels, ax=axes[0])
+    reliability_diagram(probs, labels, ax=axes[1], binning="mass")
+    fig.tight_layout()
+    for figure, n_axes in ((alone, 2), (fig, 4)):
+        assert len(figure.axes) == n_axes  # a histogram under each diagram
+        box = figure.bbox
+        for drawn in drawn_boxes(figure):
+            assert box.x0 - 0.5 <= drawn.x0 and drawn.x1 <= box.x1 + 0.5, drawn
+            assert box.y0 - 0.5 <= drawn.y0 and drawn.y1 <= box.y1 + 0.5, drawn
+    plt.close("all")
+
+
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_path_saves_the_whole_figure_atomically(tmp_path, suffix):
+    probs, labels = data()
+    target = tmp_path / f"reliability.{suffix}"
+    fig = reliability_diagram(probs, labels, path=target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # no temporary file left
+    if suffix == "svg":
+        svg = target.read_text()
+        # the histogram's axis label and the diagram's are both in the file
+        assert "Fraction" in svg and "Accuracy" in svg
+    else:
+        import matplotlib.image
+
+        image = matplotlib.image.imread(target)
+        # the saved image is the figure (cropped to what is drawn, nothing cut): the histogram's
+        # grey bars (0.5, 0.5, 0.5) appear in its lowest third
+        height, width = image.shape[:2]
+        assert abs(width - fig.get_figwidth() * fig.dpi) < 0.1 * width
+        grey = np.all(np.abs(image[..., :3] - 0.5) < 0.02, axis=-1)
+        assert grey[2 * height // 3:].sum() > 100
+    plt.close("all")
+
+
+def test_path_on_given_axes_saves_its_figure(tmp_path):
     probs, labels = data(1, 50, 3)
     fig, ax = plt.subplots()
-    assert reliability_diagram(ax, probs, labels, n_bins=5, show_counts=False) == (ax, None)
+    assert reliability_diagram(probs, labels, ax=ax, path=tmp_path / "d.pdf", show_counts=False) is ax
+    assert (tmp_path / "d.pdf").read_bytes().startswith(b"%PDF")
+    plt.close(fig)
+
+
+def test_without_counts_and_bad_input(tmp_path):
+    probs, labels = data(1, 50, 3)
+    fig, ax = plt.subplots()
+    assert reliability_diagram(probs, labels, ax=ax, n_bins=5, show_counts=False) is ax
+    assert fig.axes == [ax]
     assert len(ax.containers[0]) == (reliability_table(probs, labels, 5)["count"] > 0).sum()
     with pytest.raises(ValueError, match="n_bins"):
-        reliability_diagram(ax, probs, labels, n_bins=0)
+        reliability_diagram(probs, labels, ax=ax, n_bins=0)
     with pytest.raises(ValueError, match="labels"):
-        reliability_diagram(ax, probs, labels[:-1])
+        reliability_diagram(probs, labels[:-1], ax=ax)
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        reliability_diagram(probs, labels, ax=fig)
+    with pytest.raises(TypeError, match="show_counts must be a bool"):
+        reliability_diagram(probs, labels, ax=ax, show_counts="yes")
+    with pytest.raises(TypeError, match="title must be a str"):
+        reliability_diagram(probs, labels, ax=ax, title=3)
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        reliability_diagram(probs, labels, ax=ax, path=3)
+    for bad in ("diagram.bmpx", "diagram"):
+        with pytest.raises(ValueError, match=f"path must end in one of .*{bad}'"):
+            reliability_diagram(probs, labels, ax=ax, path=tmp_path / bad)
+    assert not list(tmp_path.iterdir())  # nothing written for a refused path
+    plt.close(fig)
+
+
+def test_reliability_grid_keeps_its_shared_labels_off_the_tick_labels():
+    from calibnb.plots import reliability_grid
+
+    fig, _ = reliability_grid({f"m{i}": data(seed=i) for i in range(3)}, ncols=3)  # one row: little room
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    xlabel, ylabel = fig._supxlabel.get_window_extent(renderer), fig._supylabel.get_window_extent(renderer)
+    for ax in fig.axes:
+        for tick in ax.get_xticklabels():
+            if tick.get_visible() and tick.get_text():
+                assert not xlabel.overlaps(tick.get_window_extent(renderer)), tick.get_text()
+        for tick in ax.get_yticklabels():
+            if tick.get_visible() and tick.get_text():
+                assert not ylabel.overlaps(tick.get_window_extent(renderer)), tick.get_text()
     plt.close(fig)
 
 

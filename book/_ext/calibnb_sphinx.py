@@ -11,10 +11,25 @@ as ``.md`` and as an executed ``.ipynb`` (the training chapter's runs under pape
 register their inline configuration scripts twice (``var togglebuttonSelector``, ``const THEBE_JS_URL``), which makes
 every page raise "Identifier 'THEBE_JS_URL' has already been declared" in the browser. We keep
 the first of any inline scripts with the same body.
+
+**Constants a package re-exports.** A constant's documentation is the ``#:`` comment above its
+assignment. autodoc reads that comment only in the module the directive names, so for
+``calibnb.losses.LOSSES`` (assigned in ``calibnb.losses.registry``) it would fall back to the
+docstring of the value's type (``dict``'s). :func:`_constant_comment` gives such an entry the
+``#:`` comment of the calibnb module that assigns the very same object, and stops the build
+when there is none.
+
+**Members from other libraries.** scikit-learn gives every estimator generated methods
+(``set_fit_request``, ...) whose docstrings link into scikit-learn's own documentation;
+:func:`_skip_foreign_member` leaves a class's members defined outside calibnb off its entry.
 """
 
+import importlib
 import shutil
+import sys
 from pathlib import Path
+
+from sphinx.pycode import ModuleAnalyzer
 
 
 def _drop_duplicate_inline_scripts(app, pagename, templatename, context, doctree):
@@ -43,7 +58,32 @@ def _offer_executed_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+def _constant_comment(app, what, name, obj, options, lines):
+    if what != "data" or not name.startswith("calibnb."):
+        return
+    package, _, attr = name.rpartition(".")
+    importlib.import_module(package)
+    for modname in sorted(m for m in sys.modules if m == "calibnb" or m.startswith("calibnb.")):
+        if getattr(sys.modules[modname], attr, None) is not obj:
+            continue
+        comment = ModuleAnalyzer.for_module(modname).find_attr_docs().get(("", attr))
+        if comment:
+            lines[:] = list(comment)
+            return
+    raise ValueError(f"{name} is documented on an API page but has no '#:' comment where it is assigned")
+
+
+def _skip_foreign_member(app, what, name, obj, skip, options):
+    if what == "class" and not skip:
+        module = getattr(obj, "__module__", None)
+        if isinstance(module, str) and not module.startswith("calibnb"):
+            return True
+    return None
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", _skip_foreign_member)
+    app.connect("autodoc-process-docstring", _constant_comment)
     app.connect("html-page-context", _drop_duplicate_inline_scripts)
     # before sphinx-book-theme builds its header buttons (priority 501)
     app.connect("html-page-context", _offer_executed_notebook, priority=500)

@@ -1,18 +1,18 @@
 """The book's analysis: what the result chapters show, computed from finished runs.
 
 It reads what :mod:`calibnb.runs` produced (run tables, the post-hoc study) and the papers'
-transcribed tables (:mod:`calibnb.paper_tables`), and writes nothing. One concept per module:
+transcribed tables (``calibnb.paper_tables``), and writes nothing. One concept per module:
 
-- :mod:`calibnb.analysis.ordering`: the papers' order of methods (:data:`FAMILIES`,
+- ``calibnb.analysis.ordering``: the papers' order of methods (:data:`FAMILIES`,
   :func:`method_order`), the rows of every table;
-- :mod:`calibnb.analysis.verdicts`: the paired rule that judges a claim from per-seed
+- ``calibnb.analysis.verdicts``: the paired rule that judges a claim from per-seed
   differences (:func:`paired_verdict`) and how two regimes' verdicts relate
   (:func:`verdict_agreement`);
-- :mod:`calibnb.analysis.tables`: the results chapter's tables (mean ± std over seeds, the
-  papers' Table 1 layout, paired calibrators, the selection table, :func:`~calibnb.analysis.tables.styled`);
-- :mod:`calibnb.analysis.claims`: the papers' claims judged on one regime's runs;
-- :mod:`calibnb.analysis.beside_papers`: our means beside the papers' transcribed tables;
-- :mod:`calibnb.analysis.posthoc_tables`: the post-hoc study read back and tabulated.
+- ``calibnb.analysis.tables``: the results chapter's tables (mean ± std over seeds, the
+  papers' Table 1 layout, paired calibrators, the selection table, ``styled()``);
+- ``calibnb.analysis.claims``: the papers' claims judged on one regime's runs;
+- ``calibnb.analysis.beside_papers``: our means beside the papers' transcribed tables;
+- ``calibnb.analysis.posthoc_tables``: the post-hoc study read back and tabulated.
 
 The chapters import the tables, claims and comparisons from their modules; the names below are
 the ones every one of them shares. The method *labels* (``"FL-3"``, ``"DFL (γ=2)"``) come from a

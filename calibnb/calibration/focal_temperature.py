@@ -56,9 +56,9 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         Validation criterion: the ECE with ``n_bins`` bins of kind ``binning``, or the mean NLL
         (label probabilities clipped below at float64's epsilon, as :func:`calibnb.metrics.nll`).
     search : {"grid", "loop", "line"}
-        ``"grid"`` scores every (γ, T) with the fast shared kernel (:class:`._grid.FocalGrid`);
+        ``"grid"`` scores every (γ, T) with the fast shared kernel (``FocalGrid``);
         ``"loop"`` scores the same candidates one after the other, as the paper describes it
-        (:meth:`_loop_surface`, the reference: same selection, far slower); ``"line"`` is the paper's
+        (``_loop_surface()``, the reference: same selection, far slower); ``"line"`` is the paper's
         3m search: the best T for the smallest and the largest γ, then m = len(temperatures)
         points on the line through them, with γ evenly spaced over [min γ, max γ] (points with
         T <= 0 are skipped).

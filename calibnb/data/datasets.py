@@ -8,7 +8,7 @@ uses (on the 0..1 pixel scale).
 Where files are looked for, first hit wins: ``root/<folder>``, ``root``,
 ``$CALIBNB_DATA/<folder>``, the system location of a distribution package (Debian's
 ``dataset-fashion-mnist`` installs to ``/usr/share/datasets/fashion-mnist``), then the per-user
-cache that :func:`fetch_dataset` (``make data``) fills (:mod:`calibnb.data.fetch`). ``<folder>``
+cache that :func:`fetch_dataset` (``make data``) fills (``calibnb.data.fetch``). ``<folder>``
 is the folder name of the published archive, or the one torchvision creates.
 """
 
@@ -45,14 +45,21 @@ class Dataset:
 
     Attributes
     ----------
-    name : the ``load_dataset`` name (``"cifar10c"`` records its corruption and severity in
+    name : str
+        The ``load_dataset`` name (``"cifar10c"`` records its corruption and severity in
         ``info``).
-    x_train, x_test : images ``(N, C, H, W)`` uint8, or MNIST-1D signals ``(N, 1, 40)`` float32.
-    y_train, y_test : labels ``(N,)`` int64 in ``[0, num_classes)``.
-    num_classes : number of classes.
-    mean, std : per-channel normalisation statistics (pixels scaled to 0..1).
-    classes : class names, index = label.
-    info : dataset-specific details (``corruption``, ``severity``, ``folder``).
+    x_train, x_test : torch.Tensor
+        Images ``(N, C, H, W)`` uint8, or MNIST-1D signals ``(N, 1, 40)`` float32.
+    y_train, y_test : torch.Tensor
+        Labels ``(N,)`` int64 in ``[0, num_classes)``.
+    num_classes : int
+        The number of classes.
+    mean, std : tuple of float
+        Per-channel normalisation statistics (pixels scaled to 0..1).
+    classes : tuple of str
+        The class names, index = label.
+    info : dict
+        Dataset-specific details (``corruption``, ``severity``, ``folder``).
 
     CIFAR-10-C is a test set only: its ``x_train``/``y_train`` are empty (train on ``cifar10``).
     """
@@ -113,6 +120,7 @@ _SPECS = {
         ("/usr/share/datasets/fashion-mnist",),
     ),
 }
+#: The names :func:`load_dataset` loads.
 DATASETS = (*_SPECS, "mnist1d")
 
 
@@ -147,10 +155,10 @@ def _missing(name: str, root, required: tuple[str, ...], why: str = "") -> FileN
 
 def fetch_dataset(name: str, root: str | os.PathLike | None = None) -> Path:
     """The folder holding ``name``'s files: found where :func:`load_dataset` looks (module
-    docstring), else fetched into the per-user cache by :func:`calibnb.data.fetch.fetch`.
+    docstring), else fetched into the per-user cache by ``calibnb.data.fetch.fetch()``.
 
     This is what ``make data`` runs (``python -m calibnb fetch fashion-mnist``). Only data sets
-    with a published release in :data:`calibnb.data.fetch.RELEASES` can be fetched; for the
+    with a published release in ``calibnb.data.fetch.RELEASES`` can be fetched; for the
     others a ``FileNotFoundError`` says where to put which files.
     """
     check_choice(name, "name", DATASETS)
@@ -166,7 +174,7 @@ def fetch_dataset(name: str, root: str | os.PathLike | None = None) -> Path:
 
 def _download(name: str, root) -> None:
     """Fetch ``name`` into ``root`` (or ``$CALIBNB_DATA``): a data set with a release in
-    :data:`calibnb.data.fetch.RELEASES` by :func:`calibnb.data.fetch.fetch` (into the per-user
+    ``calibnb.data.fetch.RELEASES`` by ``calibnb.data.fetch.fetch()`` (into the per-user
     cache when neither is set), the others with torchvision's downloaders."""
     target = root if root is not None else os.environ.get("CALIBNB_DATA")
     required = _SPECS[name].files
@@ -240,11 +248,11 @@ def load_dataset(
         files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).
     download : when the files are missing, fetch them into ``root`` (or ``$CALIBNB_DATA``, else
         the per-user cache): Fashion-MNIST from its published files or Debian's package
-        (:mod:`calibnb.data.fetch`), the others with torchvision's downloaders. Without
+        (``calibnb.data.fetch``), the others with torchvision's downloaders. Without
         torchvision, or for CIFAR-10-C, which torchvision does not provide, a
         ``FileNotFoundError`` says where to put which files.
     verify : check each file's content md5 against the published release
-        (:mod:`calibnb.data.integrity`); a mismatch raises ``ValueError`` naming the file.
+        (``calibnb.data.integrity``); a mismatch raises ``ValueError`` naming the file.
     corruption, severity : CIFAR-10-C only; default ``"gaussian_noise"`` at severity 5, the
         setting of the papers' shift experiments.
 

@@ -30,7 +30,7 @@ def gaussian_noise(images: torch.Tensor, severity: int = 5, seed: int = 0) -> to
     """CIFAR-10-C's Gaussian-noise corruption of uint8 ``images`` (any shape).
 
     As ``make_cifar_c.py`` does: scale to 0..1, add N(0, c²) noise with ``c`` of the severity
-    (:data:`CIFAR10C_GAUSSIAN_NOISE`), clip to [0, 1], scale back by 255 and store as uint8
+    (``CIFAR10C_GAUSSIAN_NOISE``), clip to [0, 1], scale back by 255 and store as uint8
     (truncating, like its ``np.uint8(...)``). The noise is drawn from numpy's generator seeded
     with ``seed``, so the corrupted set is the same on every machine.
     """

@@ -113,7 +113,7 @@ def adafocal_loss(
     AdaDualFocal). No gradient flows through gamma. ``validate``: see
     :func:`calibnb.losses.focal_loss`; it also checks the values of ``gammas`` (finite, at least
     the smallest ``gamma_min`` and at most the largest ``gamma_max`` of
-    :data:`~calibnb.losses.declarations.ADAFOCAL`)
+    ``ADAFOCAL``)
     and ``edges`` (finite, sorted), reading them to the host.
 
     Examples
@@ -295,7 +295,7 @@ class AdaFocalLoss(ValidationBinnedLoss):
         """Recompute the validation bins and apply :func:`adafocal_update`; return the new gammas.
 
         ``val_probs`` ``(N, K)`` and ``val_labels`` ``(N,)``, arrays or tensors (a tensor on the
-        GPU is binned there: :class:`ValidationBinnedLoss`).
+        GPU is binned there: ``ValidationBinnedLoss``).
         """
         edges, _, confidence, accuracy = self.validation_bins(val_probs, val_labels)
         gaps = confidence - accuracy

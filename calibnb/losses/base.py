@@ -24,7 +24,7 @@ class TrainingLoss(nn.Module):
     def observe_validation(self, val_probs, val_labels) -> None:
         """Learn from the validation set's probabilities ``(N, K)`` and labels ``(N,)``, after an
         epoch or every few steps (AdaFocal's γ update, Ghosh et al. 2022, Algorithm 1). A loss
-        that learns nothing still checks them (:func:`validation_set`)."""
+        that learns nothing still checks them (``validation_set()``)."""
         validation_set(val_probs, val_labels, getattr(self, "validate", True))
 
     def adapted_gammas(self) -> list[float] | None:

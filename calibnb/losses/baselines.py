@@ -35,7 +35,7 @@ def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean", validat
     """Brier loss ``sum_k (p_k - y_k)^2`` with ``y`` the one-hot label (Brier 1950).
 
     The ``"mean"`` reduction is what Mukhoti et al.'s code trains on (sum over classes, mean
-    over the batch). Computed with FCL's fused Brier term (:mod:`calibnb.losses._fused`).
+    over the batch). Computed with FCL's fused Brier term (``calibnb.losses._fused``).
     ``validate``: see :func:`calibnb.losses.focal_loss`.
 
     Examples
@@ -62,7 +62,7 @@ def label_smoothing_loss(
 
     PyTorch's convention (``cross_entropy(label_smoothing=alpha)``): the ``alpha / K`` mass also
     goes to the true class. Computed as ``-log p_t + alpha (z_t - mean_k z_k)`` in the fused
-    focal family (:func:`calibnb.losses._fused.focal_family`), which is faster than PyTorch's.
+    focal family (``calibnb.losses._fused.focal_family()``), faster than PyTorch's.
     ``alpha = 0.05`` is the setting in Mukhoti et al.'s tables; their code has no label
     smoothing, and the FCL code spreads ``alpha / (K - 1)`` over the other classes instead.
     ``validate``: see :func:`calibnb.losses.focal_loss`.
@@ -98,12 +98,12 @@ def mmce_loss(
     Mukhoti et al.'s training loop (``lam = 2``, kernel width 0.4); ``"none"`` adds the batch
     term to every sample's cross-entropy, so that its mean is the ``"mean"`` value.
     See :func:`mmce_weighted` for the normalisation; ``width >= 0.01`` keeps the exponents of its
-    prefix sums within +-50, and ``lam <= 1e6`` (:data:`~calibnb.losses._common.TERM_WEIGHT_MAX`)
+    prefix sums within +-50, and ``lam <= 1e6`` (``TERM_WEIGHT_MAX``)
     the float32 values. Forward and backward are fused: ``MMCE_w`` depends on the logits only
     through the top-label confidences ``r``, so the gradient is the cross-entropy's plus
-    ``lam dMMCE_w/dr_i * r_i (e_max - p)`` (:func:`mmce_with_gradient`); no double backward.
+    ``lam dMMCE_w/dr_i * r_i (e_max - p)`` (``mmce_with_gradient()``); no double backward.
     ``validate``: see :func:`calibnb.losses.focal_loss`; on a GPU, or with ``validate=False``,
-    MMCE_w is computed where the logits are (:func:`mmce_with_gradient_on_device`).
+    MMCE_w is computed where the logits are (``mmce_with_gradient_on_device()``).
 
     Examples
     --------
@@ -169,8 +169,8 @@ def mmce_weighted(logp: Tensor, targets: Tensor, width: float = MMCE.default("wi
     code (torrvision/focal_calibration, ``MMCE_weighted``) takes means over each block and then
     divides by ``m^2``, ``n^2``, ``m n`` again, i.e. it normalises twice; calibnb normalises
     once, as in Kumar et al.'s definition. Takes log-probabilities ``(N, K)`` (``log_softmax``
-    of logits) and targets in ``[0, K)``, both checked (:func:`~calibnb.losses._common.check_log_probs`);
-    differentiable through ``r`` (:func:`mmce_with_gradient` gives ``dMMCE_w/dr``).
+    of logits) and targets in ``[0, K)``, both checked (``check_log_probs()``);
+    differentiable through ``r`` (``mmce_with_gradient()`` gives ``dMMCE_w/dr``).
 
     Examples
     --------
@@ -245,7 +245,7 @@ def mmce_with_gradient(r: Tensor, correct: Tensor, width: float) -> tuple[float,
 
 
 def mmce_with_gradient_on_device(r: Tensor, correct: Tensor, width: float) -> tuple[Tensor, Tensor]:
-    """:func:`mmce_with_gradient` as tensor operations where ``r`` is: no value is read back.
+    """``mmce_with_gradient()`` as tensor operations where ``r`` is: no value is read back.
 
     The same sorted prefix sums in float64 (``torch.sort``, ``cumsum``); the cases that the
     host version decides with a branch (no correct or no wrong prediction: ``MMCE_w = 0``; a

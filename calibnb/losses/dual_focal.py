@@ -97,10 +97,10 @@ def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tup
 
     Only classes whose log-probability is strictly below the target's count (ties are
     excluded); absent ranks contribute 0. The classes are found without autograd by
-    :func:`calibnb.losses._fused.dual_classes`; one gather brings ``log p_t`` and the chosen
+    ``calibnb.losses._fused.dual_classes()``; one gather brings ``log p_t`` and the chosen
     ``log p_j`` into the graph. The losses themselves compute the same inside their fused
     forward. ``logp`` (``log_softmax`` of logits) and ``targets`` are checked as
-    :func:`~calibnb.losses._common.check_log_probs` does.
+    ``check_log_probs()`` does.
 
     Examples
     --------

@@ -31,9 +31,9 @@ def focal_calibration_loss(
     ``norm="l1"`` the L1 distance of the Appendix A.15 ablation. Defaults ``gamma = 2``,
     ``lam = 0.5`` are the paper's choice for WRN-26-10 and DenseNet-121 on CIFAR-10
     (Appendix A.10). ``lam = 0`` is focal loss; ``gamma = 0`` is cross-entropy plus the term.
-    ``gamma <= 1000`` and ``lam <= 1e6`` (:data:`~calibnb.losses._common.FOCAL_GAMMA_MAX`,
-    :data:`~calibnb.losses._common.TERM_WEIGHT_MAX`) keep float32 values and gradients finite.
-    Forward and closed-form backward are fused (:mod:`calibnb.losses._fused`).
+    ``gamma <= 1000`` and ``lam <= 1e6`` (``FOCAL_GAMMA_MAX``,
+    ``TERM_WEIGHT_MAX``) keep float32 values and gradients finite.
+    Forward and closed-form backward are fused (``calibnb.losses._fused``).
     ``validate``: see :func:`calibnb.losses.focal_loss`.
 
     Examples

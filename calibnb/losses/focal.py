@@ -47,11 +47,11 @@ def focal_loss(
     """Focal loss ``-(1 - p_t)^gamma log p_t`` (Mukhoti et al. 2020, Eq. 1; Lin et al. 2017).
 
     ``gamma = 0`` is cross-entropy; the default ``gamma = 3`` is Mukhoti et al.'s FL-3. ``gamma``
-    is at most :data:`~calibnb.losses._common.FOCAL_GAMMA_MAX` (1000), as are FLSD's ``gammas``.
+    is at most ``FOCAL_GAMMA_MAX`` (1000), as are FLSD's ``gammas``.
 
     ``validate=False`` skips the checks that read values (finite logits, targets in range) and
     computes without reading anything back to the host: for a training loop that checked its
-    data once (:func:`calibnb.losses._common.check_logits_targets`).
+    data once (``calibnb.losses._common.check_logits_targets()``).
 
     Examples
     --------
@@ -114,7 +114,7 @@ def inverse_focal_loss(
 
     It weights confident samples *more* than cross-entropy does and so counters
     under-confidence; AdaFocal switches to it in bins where focal loss with small gamma is
-    still under-confident. ``gamma`` is at most :data:`~calibnb.losses._common.INVERSE_GAMMA_MAX` (100): beyond it the
+    still under-confident. ``gamma`` is at most ``INVERSE_GAMMA_MAX`` (100): beyond it the
     weight leaves float32's range. ``validate``: see :func:`focal_loss`.
 
     Examples

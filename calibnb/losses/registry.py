@@ -6,7 +6,7 @@ from calibnb.losses import modules
 from calibnb.losses.adafocal import AdaFocalLoss, CalFocalLoss
 from calibnb.losses.base import TrainingLoss
 
-#: Each loss module by its declaration's name (:mod:`calibnb.losses.declarations`): the functional
+#: Each loss module by its declaration's name (``calibnb.losses.declarations``): the functional
 #: losses' names, and the stateful ``"adafocal"`` and ``"calfocal"``.
 LOSSES: dict[str, type[TrainingLoss]] = {
     cls.declaration.name: cls

@@ -88,7 +88,7 @@ def assign_bins(values, edges) -> np.ndarray:
     Values at or below ``edges[1]`` go to bin 0 (so 0 lands in the first bin) and values above
     ``edges[-2]`` to the last bin. Works on arrays of any shape (e.g. all class probabilities).
     ``values`` must be finite and ``edges`` a sorted (non-decreasing) 1-D array of at least two
-    finite numbers; the metrics, which bin validated values, call :func:`assign_bins_unchecked`.
+    finite numbers; the metrics, which bin validated values, call ``assign_bins_unchecked()``.
 
     Examples
     --------
@@ -121,7 +121,7 @@ def bin_sums(bins, n_bins: int, confidences, correct):
 
     ``bins`` are integer bin indices in ``[0, n_bins)`` (:func:`assign_bins`), ``confidences``
     and ``correct`` values in ``[0, 1]`` of the same length. The metrics, which sum validated
-    arrays, call :func:`bin_sums_unchecked`.
+    arrays, call ``bin_sums_unchecked()``.
 
     Examples
     --------

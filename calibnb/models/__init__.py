@@ -42,6 +42,7 @@ _FACTORIES: dict[str, Callable[..., nn.Module]] = {
     "small_cnn": SmallCNN,
     "cnn1d": ConvNet1d,
 }
+#: The names :func:`get_model` builds.
 MODELS = tuple(_FACTORIES)
 
 

@@ -9,8 +9,8 @@
   all three for one sweep file);
 - :func:`run_of`, :func:`adafocal_updates`, :func:`histories` and :func:`pooled_logits` read a
   selected run, its AdaFocal updates, its per-epoch history and its logits back for the figures;
-- :mod:`calibnb.runs.posthoc` runs the post-hoc calibrators on the published CIFAR networks;
-- :mod:`calibnb.atomic` (below both runs and train) writes every artifact atomically.
+- ``calibnb.runs.posthoc`` runs the post-hoc calibrators on the published CIFAR networks;
+- ``calibnb.atomic`` (below both runs and train) writes every artifact atomically.
 
 What the chapters compute from the runs (tables, claims, comparisons with the papers) is the
 book's analysis, a layer above this one that reads the runs and that this package never imports.

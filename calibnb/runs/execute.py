@@ -54,11 +54,11 @@ def execute(
     """Execute ``notebook`` (a jupytext text notebook or an ``.ipynb``) into ``out_dir``.
 
     ``params`` are checked against the notebook's ``parameters`` cell and put in canonical form
-    (:func:`calibnb.runs.parameters.canonical_parameters`: a name the notebook does not declare, a
+    (:func:`calibnb.runs.canonical_parameters`: a name the notebook does not declare, a
     value of the wrong type, or one parameter spelled two ways with two values is refused before
     anything is written); papermill injects them after that cell, with ``out_dir`` (an absolute
     path) so the notebook knows where to write. The folder is a record
-    (:func:`calibnb.runs.record.run_folder`): a folder holding another run is refused unless
+    (``calibnb.runs.record.run_folder()``): a folder holding another run is refused unless
     ``force``, which replaces it only after the new run succeeded. The notebook runs with its own
     folder as working directory. Returns the run folder.
     """

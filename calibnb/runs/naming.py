@@ -34,9 +34,9 @@ def run_name(params: dict, defaults: dict | None = None) -> str:
     """A readable, unique folder name: ``<dataset>-<model>-<loss>-<hash>-seed<seed>``.
 
     ``params`` are a run's canonical parameters and ``defaults`` the notebook's declared ones
-    (:func:`calibnb.runs.parameters.canonical_parameters` gives both), so the same run gets the
+    (:func:`calibnb.runs.canonical_parameters` gives both), so the same run gets the
     same name however it was spelled. Missing parts are left out (``run-<hash>`` when there is
-    no dataset, model or loss). The 8-hex-digit hash is :func:`fingerprint`'s: two runs that
+    no dataset, model or loss). The 8-hex-digit hash is ``fingerprint()``'s: two runs that
     differ in any identity parameter (γ, λ, epochs, ...) never share a folder.
     """
     check_type(defaults or {}, "defaults", dict, "a dict of the notebook's declared parameters")

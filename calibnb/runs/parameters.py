@@ -4,7 +4,7 @@ starts (issue 18): ``-p gama 5`` is refused with "did you mean 'gamma'?", not ru
 papermill injects any name it is given, declared or not, so a mistyped parameter would otherwise
 run the whole notebook with the default value and report success. :func:`declared_parameters`
 reads the cell tagged ``parameters`` (papermill's own ``inspect_notebook``), and
-:func:`check_parameters` refuses unknown names and values whose type differs from the declared
+``check_parameters()`` refuses unknown names and values whose type differs from the declared
 default's; a notebook whose parameters are :class:`calibnb.train.TrainConfig`'s (the training
 notebook) also has the values checked by ``TrainConfig.from_params``.
 """
@@ -94,7 +94,7 @@ def check_parameters(notebook: str | os.PathLike, params: dict, declared: dict |
 
 
 def canonical_parameters(notebook: str | os.PathLike, params: dict) -> tuple[dict, dict]:
-    """``(canonical, declared)``: the run's parameters as :func:`check_parameters` accepts them,
+    """``(canonical, declared)``: the run's parameters as ``check_parameters()`` accepts them,
     every declared default filled in and ``loss_params``' γ, λ, α written flat (``gamma``), and
     the notebook's declared defaults. Two spellings of one run give equal canonical parameters,
     hence one run folder (:func:`calibnb.runs.run_name`)."""

@@ -18,7 +18,7 @@ from .schemas import read_json, read_run_metrics
 from .strict_yaml import read_yaml
 from .sweep import load_config
 
-#: The test metrics every run reports, as fractions (:func:`calibnb.runs.schemas.run_schema`).
+#: The test metrics every run reports, as fractions (``calibnb.runs.schemas.run_schema()``).
 METRICS = ("ece", "adaece", "classwise_ece", "mce", "nll", "brier", "error", "smooth_ece")
 
 
@@ -36,7 +36,7 @@ def load_results(root: str | os.PathLike) -> pd.DataFrame:
 
     Unfinished runs (interrupted or still running: a run folder with ``params.yaml`` or a
     checkpoint but no ``metrics.json``, which a run writes last) are not half-read: they are
-    left out, reported by an :class:`UnfinishedRunsWarning` naming them, and listed in the
+    left out, reported by an ``UnfinishedRunsWarning`` naming them, and listed in the
     frame's ``attrs["unfinished"]``.
     """
     root = Path(root)
@@ -179,7 +179,7 @@ def prune_unselected(
 
     A hyper-parameter search trains every candidate, but only the selected ones are reported on
     the test set. The others keep ``params.yaml``, ``version.json``, ``history.csv``,
-    ``logits_val.npz`` and the :data:`VALIDATION_KEYS` of ``metrics.json`` (so the selection can
+    ``logits_val.npz`` and the ``VALIDATION_KEYS`` of ``metrics.json`` (so the selection can
     be recomputed and checked); their test and out-of-distribution logits and metrics are
     deleted, which keeps committed results small. A pruned run still counts as finished, so a
     sweep does not redo it. Returns the pruned run folders (those pruned before are left as they

@@ -58,7 +58,7 @@ RUNNERS = ("notebook", "train")
 def load_config(config: str | os.PathLike | dict) -> dict:
     """Read a sweep file (or take a dict) and resolve its relative paths.
 
-    The file is read by :func:`calibnb.runs.strict_yaml.read_yaml`: YAML 1.2 scalars, and a
+    The file is read by ``calibnb.runs.strict_yaml.read_yaml()``: YAML 1.2 scalars, and a
     duplicate key, an anchor or alias is refused, naming the file and the line.
     """
     if isinstance(config, dict):
@@ -80,7 +80,7 @@ def describe(path: str | os.PathLike) -> str:
     """The first sentence of a sweep file's leading comment block (what the sweep regenerates).
 
     Comment lines are joined up to the first line that is not a comment or that starts a
-    command (indented with ``#   ``); the text is cut after its first sentence (a period
+    command (a ``#`` and three spaces); the text is cut after its first sentence (a period
     followed by a word, not by a year as in "et al. 2023").
     """
     try:
@@ -152,11 +152,11 @@ def check_sweep_file(config: dict, where: str = "config") -> None:
 def expand_grid(config: str | os.PathLike | dict) -> list[dict]:
     """Every run's canonical parameters, in a stable order, without duplicates.
 
-    The sweep file is schema-checked first (:func:`check_sweep_file`): a key outside
-    :data:`SWEEP_KEYS` (or :data:`SELECT_KEYS` in ``select``) is refused, and
+    The sweep file is schema-checked first (``check_sweep_file()``): a key outside
+    ``SWEEP_KEYS`` (or ``SELECT_KEYS`` in ``select``) is refused, and
     every run's parameters (``params`` and ``grid`` names and value types, and for the training
     notebook their values and nested keys) are checked against the notebook's ``parameters``
-    cell and put in canonical form (:func:`calibnb.runs.parameters.check_parameters`: defaults
+    cell and put in canonical form (``calibnb.runs.parameters.check_parameters()``: defaults
     filled in, ``loss_params.gamma`` written ``gamma``), so two spellings of one run are one run;
     each error names the file.
     """
@@ -252,7 +252,7 @@ def sweep(
     ``executor`` is ``"inprocess"`` (default), ``"local"`` or ``"slurm"``; extra keyword
     arguments (``timeout_min``, ``slurm_partition``, ``gpus_per_node``, ...) are passed to
     ``submitit.AutoExecutor.update_parameters`` and override the file's ``executor`` section;
-    names submitit does not know are refused before anything runs (:func:`check_executor`).
+    names submitit does not know are refused before anything runs (``check_executor()``).
     With ``dry_run=True`` nothing runs. Failed runs are reported together at the end in one
     :class:`RunsFailed`, naming each run and where its log is, after every other run had its chance.
     """

@@ -40,7 +40,7 @@ class TrainConfig:
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
     ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches
     instead of once per epoch.
-    Optimisation: ``recipe`` (:data:`calibnb.train.recipes.RECIPES`), optionally overriding its
+    Optimisation: ``recipe`` (:data:`calibnb.train.RECIPES`), optionally overriding its
     ``epochs``, ``batch_size``, ``lr``, ``weight_decay`` and ``reduction`` (the papers' code sums
     every loss over the batch except Brier, which it averages: its sweep files say so).
     Execution: ``seed``, ``device``, ``precision`` (``"bf16"``: the forward pass under bf16
@@ -199,8 +199,8 @@ class TrainConfig:
         return asdict(self)
 
     def fingerprint(self) -> str:
-        """:func:`parameters_hash` of what this run computes (every field but the
-        :data:`EXECUTION_KEYS`): a checkpoint carries it, so it resumes only its own run."""
+        """``parameters_hash()`` of what this run computes (every field but the
+        :data:`calibnb.runs.EXECUTION_KEYS`): a checkpoint carries it, so it resumes only its own run."""
         return parameters_hash({k: v for k, v in asdict(self).items() if k not in EXECUTION_KEYS})
 
     @classmethod

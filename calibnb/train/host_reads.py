@@ -56,9 +56,9 @@ ATEN_READS = {
 
 
 class HostReadCounter(TorchFunctionMode):
-    """A ``TorchFunctionMode`` that tallies host reads by kind (:data:`HOST_READS`, boolean-mask
+    """A ``TorchFunctionMode`` that tallies host reads by kind (``HOST_READS``, boolean-mask
     indexing as ``"mask_index"``, ``.to("cpu")`` from a device as ``"cpu"``), with a
-    ``TorchDispatchMode`` beside it (:class:`_AtenReads`) for the reads of custom backward
+    ``TorchDispatchMode`` beside it (``_AtenReads``) for the reads of custom backward
     functions, which the autograd engine runs outside function modes."""
 
     def __init__(self) -> None:

@@ -118,7 +118,8 @@ def train_step(model, loss_fn, optimizer, x, y, autocast=nullcontext, channels_l
 
 
 class Trainer:
-    """One run of a :class:`TrainConfig`: :meth:`fit` trains, evaluates and writes the artifacts.
+    """One run of a :class:`TrainConfig`: :meth:`Trainer.fit` trains, evaluates and writes the
+    artifacts.
 
     The pieces a user may want alone: :meth:`step` (one batch, nothing read back to the host),
     :meth:`epoch` (one pass, then validation and a checkpoint: one history row) and

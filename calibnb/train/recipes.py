@@ -38,6 +38,8 @@ class Recipe:
         return replace(self, epochs=epochs, milestones=tuple(m for m in milestones if m < epochs))
 
 
+#: The recipes by name (the module's docstring describes each): ``"mukhoti2020"``,
+#: ``"mukhoti2020_tiny_imagenet"`` and ``"cpu"``.
 RECIPES: dict[str, Recipe] = {
     "mukhoti2020": Recipe(epochs=350, milestones=(150, 250)),
     "mukhoti2020_tiny_imagenet": Recipe(epochs=100, milestones=(40, 60)),
