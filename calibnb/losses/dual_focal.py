@@ -20,7 +20,9 @@ from calibnb._validation import check_choice, check_real
 from calibnb.losses._common import (
     check_focal_gamma, check_log_probs, check_logits_targets, check_reduction, check_validate,
 )
-from calibnb.losses._fused import DUAL_CHOICES, difference_to_target, dual_classes, focal_family
+from calibnb.losses._fused import (
+    DUAL_CHOICES, FocalTerm, PerSampleFocalTerm, difference_to_target, dual_classes, focal_family,
+)
 from calibnb.losses.focal import FLSD53_GAMMAS, FLSD_THRESHOLDS, check_schedule, scheduled_gamma
 
 #: The choices of ``dual`` (Table 4 of Tao et al. 2023); ``"none"`` is internal (focal loss).
@@ -49,10 +51,9 @@ def dual_focal_loss(
     dual = check_dual(dual)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if isinstance(dual, float):
-        return focal_family(logits, targets, rule, offset=dual, reduction=reduction, validate=validate)
-    return focal_family(logits, targets, rule, dual, reduction=reduction, validate=validate)
+        return focal_family(logits, targets, FocalTerm(gamma), offset=dual, reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma), dual, reduction=reduction, validate=validate)
 
 
 def dual_focal_loss_sd(
@@ -72,8 +73,8 @@ def dual_focal_loss_sd(
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, "largest", reduction=reduction, validate=validate)
+    focal = PerSampleFocalTerm(lambda p_t, p_j: scheduled_gamma(p_t - p_j, gammas, thresholds))
+    return focal_family(logits, targets, focal, "largest", reduction=reduction, validate=validate)
 
 
 def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tuple[Tensor, Tensor]:

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from calibnb._validation import check_real
 from calibnb.losses._common import check_focal_gamma, check_logits_targets, check_reduction, check_validate, lookup
-from calibnb.losses._fused import focal_family
+from calibnb.losses._fused import FocalTerm, PerSampleFocalTerm, focal_family
 
 #: The largest γ of inverse focal loss: its weight (1 + p_t)^γ reaches 2^γ, and 2^100 leaves
 #: float32 (whose largest value is about 2^128) room for the gradient's further factors.
@@ -53,7 +53,7 @@ def focal_loss(
     gamma = check_focal_gamma(gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma), reduction=reduction, validate=validate)
 
 
 def focal_loss_sd(
@@ -74,8 +74,8 @@ def focal_loss_sd(
     gammas, thresholds = check_schedule(gammas, thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (scheduled_gamma(p_t, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, reduction=reduction, validate=validate)
+    focal = PerSampleFocalTerm(lambda p_t, p_j: scheduled_gamma(p_t, gammas, thresholds))
+    return focal_family(logits, targets, focal, reduction=reduction, validate=validate)
 
 
 def inverse_focal_loss(
@@ -91,7 +91,7 @@ def inverse_focal_loss(
     gamma = check_inverse_gamma(gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma, inverse=True), reduction=reduction, validate=validate)
 
 
 def check_inverse_gamma(gamma: float) -> float:
