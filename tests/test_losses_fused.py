@@ -322,6 +322,17 @@ def test_backward_twice_with_a_retained_graph(name):
     assert torch.equal(first, second)
 
 
+@pytest.mark.parametrize("name", [*FUSED, "MMCE"])
+def test_the_backward_reads_only_saved_tensors(name):
+    """Every tensor a fused backward reads is saved with ``save_for_backward``, where autograd's
+    version check guards it: the node keeps no tensor in an attribute of its own."""
+    z, t = hard_logits(10)
+    loss_fn = FUSED.get(name, lambda x, y, r: mmce_loss(x, y, reduction=r))
+    node = loss_fn(z.requires_grad_(), t, "mean").grad_fn
+    assert node.saved_tensors
+    assert [key for key, value in vars(node).items() if isinstance(value, torch.Tensor)] == []
+
+
 @pytest.mark.parametrize("dtype, gap", [(torch.float32, 200.0), (torch.float64, 1000.0)])
 def test_target_probability_below_the_smallest_normal_float(dtype, gap):
     """Where p_t underflows (e^-200 in float32, e^-1000 in float64), log p_t is still exact,

@@ -6,8 +6,10 @@ Every focal-type loss is a function of two numbers per sample, the target's log-
     loss = -B^gamma * l_t (+ lam * sum_k (p_k - y_k)^2),   B = 1 - p_t + p_j  (focal)
                                                            B = 1 + p_t - p_j  (inverse focal)
 
-with ``gamma`` and the focal/inverse choice read off ``(p_t, p_j)`` without gradient (FLSD,
-DFL-SD, AdaFocal, CalFocal). Writing ``sigma = -1`` (focal) or ``+1`` (inverse) and
+with ``gamma`` and the focal/inverse choice one number for every sample
+(:class:`FocalTerm`) or read off ``(p_t, p_j)`` without gradient (:class:`PerSampleFocalTerm`:
+FLSD, DFL-SD, AdaFocal, CalFocal). A loss names its terms in a :class:`FocalTerms`, which
+one autograd function reads. Writing ``sigma = -1`` (focal) or ``+1`` (inverse) and
 ``h = gamma B^(gamma-1) l_t``, the chain rule through ``log_softmax`` gives, per sample,
 ``dloss/dl_t = a = -B^gamma - sigma p_t h`` and ``dloss/dp_j = q = sigma h``; since
 ``d l_t/dz = e_t - p`` and ``d p_j/dz = p_j (e_j - p)``::
@@ -16,9 +18,8 @@ DFL-SD, AdaFocal, CalFocal). Writing ``sigma = -1`` (focal) or ``+1`` (inverse) 
              + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),   Q = sum_{k != t} p_k^2
 
 The forward keeps the three per-sample coefficients, of ``p``, of ``e_t`` and of the dual
-classes ``e_j``, so the backward is one ``(N, K)`` pass over the softmax, written into it (two
-with the Brier term), two scatters and a few ``(N, 1)`` products with the incoming gradient,
-instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)`` gather/``log_softmax``
+classes ``e_j``, so the backward is one ``(N, K)`` pass over the softmax (two with the Brier
+term), two scatters and a few ``(N, 1)`` products with the incoming gradient, instead of the graph of a dozen ``(N,)`` operations and the ``(N, K)`` gather/``log_softmax``
 backward that autograd would record. The forward computes the softmax in parts, ``p = e / s``
 with ``e = exp(z - z_t)``, from the differences ``z - z_t`` that the dual search also reads
 (:func:`target_softmax`); ``e_t = 1``, so ``l_t = log p_t = -log s``, as accurate as
@@ -27,7 +28,9 @@ of ``p``, so ``e`` is never normalised (except for the Brier term, whose backwar
 itself). With a number ``gamma``, ``h = gamma B^(gamma-1) l_t``; with per-sample gammas,
 ``h = gamma B^gamma (l_t / B)``, which stays finite as ``B -> 0`` for every ``gamma >= 0``
 (where ``l_t / B -> -1``); the value ``B^gamma`` is exact. The batch reduction is done inside,
-so autograd records one node for the whole loss.
+so autograd records one node for the whole loss. Every tensor the backward reads is saved with
+``save_for_backward``, so autograd's version check guards it; the backward writes its result
+into the saved softmax only where autograd frees it next (:func:`donated`).
 
 At the batch sizes of training, the fixed cost of each PyTorch call (more when a Python number
 must be wrapped as a tensor) is a large part of a loss's time on a CPU (``make bench`` measures
@@ -46,6 +49,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -55,10 +59,6 @@ from calibnb.losses._common import computes_host_free, per_sample_gradient, redu
 
 #: ``log2(e)``: ``exp(x) = exp2(x log2(e))`` (:func:`softmax_parts`).
 LOG2_E = 1.0 / math.log(2.0)
-
-#: ``(p_t, p_j) -> (gamma, inverse)``: each sample's gamma (a number or ``(N,)``) and whether it
-#: uses inverse focal loss (a bool or a boolean ``(N,)``); both are read without gradient.
-GammaRule = Callable[[Tensor, Tensor], tuple["float | Tensor", "bool | Tensor"]]
 
 #: The choices of ``p_j`` in Table 4 of Tao et al. (2023): rank below ``p_k`` and how to combine.
 DUAL_CHOICES = {
@@ -170,10 +170,74 @@ def _class_weights(k: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     return torch.arange(k, 2 * k, device=device, dtype=dtype)
 
 
+@dataclass(frozen=True)
+class FocalTerm:
+    """The focal term ``-B^gamma log p_t`` with one ``gamma`` for every sample (focal, inverse
+    focal, dual focal loss, FCL); ``inverse`` takes ``B = 1 + p_t - p_j`` instead of
+    ``1 - p_t + p_j``. ``gamma = 0`` is cross-entropy."""
+
+    gamma: float
+    inverse: bool = False
+
+    def parts(self, p_t: Tensor, p_j: Tensor | float, logp_t: Tensor) -> tuple[Tensor, Tensor | float, Tensor | None]:
+        """``(-loss, ma, q)`` per sample (:func:`_focal_parts`); cross-entropy takes ``ma = 1``
+        and no ``q``. With one gamma the chain has fewer steps: ``h = gamma B^(gamma-1) l_t``
+        directly (finite at ``B = 0`` for ``gamma >= 1``; below that, ``B^(gamma-1)`` is set to
+        0 where ``B = 0``, where ``l_t = 0``)."""
+        if self.gamma == 0:
+            return logp_t, 1.0, None
+        base = _base(p_t, p_j, self.inverse)
+        slope = base.pow(self.gamma - 1.0)  # B^(gamma - 1)
+        if self.gamma < 1:
+            slope = torch.where(base > 0, slope, 0.0)
+        q = slope.mul_(logp_t).mul_((1.0 if self.inverse else -1.0) * self.gamma)  # sigma h
+        return _focal_parts(base.pow(self.gamma), p_t, q, logp_t)
+
+
+@dataclass(frozen=True)
+class PerSampleFocalTerm:
+    """The focal term with each sample's own gamma, ``gamma_of(p_t, p_j)`` ``(N, 1)``, read
+    without gradient (FLSD, DFL-SD, CalFocal, AdaFocal); ``p_j`` is the number ``offset`` when
+    there is no dual class. ``signed``: a negative gamma ``-g`` is inverse focal loss with ``g``
+    (AdaFocal); otherwise every gamma is focal."""
+
+    gamma_of: Callable[[Tensor, Tensor | float], Tensor]
+    signed: bool = False
+
+    def parts(self, p_t: Tensor, p_j: Tensor | float, logp_t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(-loss, ma, q)`` per sample (:func:`_focal_parts`), with ``h = gamma B^gamma (l_t / B)``,
+        which is 0 at ``B = 0`` (``p_t = 1``, ``l_t = 0``) for every ``gamma >= 0``."""
+        gamma = self.gamma_of(p_t, p_j)
+        if self.signed:
+            sigma = torch.where(gamma < 0, 1.0, -1.0)
+            gamma = gamma.abs()
+            base = torch.sub(p_t, p_j).mul_(sigma).add_(1.0)
+        else:
+            sigma = -1.0
+            base = _base(p_t, p_j, False)
+        weight_t = base.pow(gamma)
+        q = torch.div(logp_t, base).nan_to_num_(0.0).mul_(weight_t).mul_(gamma).mul_(sigma)  # sigma h
+        return _focal_parts(weight_t, p_t, q, logp_t)
+
+
+@dataclass(frozen=True)
+class FocalTerms:
+    """What a loss of the focal family adds up per sample (module docstring): the focal term
+    (None: none, as in the Brier score), ``p_j``'s choice ``dual`` (:data:`DUAL_CHOICES`) or,
+    with ``dual="none"``, the constant ``offset``, the Brier term's weight ``brier`` and label
+    smoothing's ``smoothing``."""
+
+    focal: FocalTerm | PerSampleFocalTerm | None
+    dual: str = "none"
+    offset: float = 0.0
+    brier: float = 0.0
+    smoothing: float = 0.0
+
+
 def focal_family(
     logits: Tensor,
     targets: Tensor,
-    rule: GammaRule | None,
+    focal: FocalTerm | PerSampleFocalTerm | None,
     dual: str = "none",
     brier: float = 0.0,
     offset: float = 0.0,
@@ -183,8 +247,8 @@ def focal_family(
 ) -> Tensor:
     """The loss of the focal family, reduced by ``reduction``, with a fused, closed-form backward.
 
-    ``rule`` gives gamma and the focal/inverse choice from ``(p_t, p_j)``, or is ``None`` for no
-    focal term (``brier=1`` alone is the Brier score); ``dual`` picks ``p_j``
+    ``focal`` is the focal term (:class:`FocalTerm`, :class:`PerSampleFocalTerm`), or ``None``
+    for none (``brier=1`` alone is the Brier score); ``dual`` picks ``p_j``
     (:data:`DUAL_CHOICES`); with ``dual="none"``, ``p_j`` is the constant ``offset`` (no
     gradient). ``brier`` adds ``brier * sum_k (p_k - y_k)^2`` (FCL). ``smoothing`` adds
     ``alpha (z_t - mean_k z_k)``, which turns cross-entropy (``gamma = 0``) into cross-entropy
@@ -194,9 +258,8 @@ def focal_family(
     validated float logits, int64 targets and a validated ``reduction``; ``validate=False``
     computes without reading any value back to the host (:func:`calibnb.losses._common.computes_host_free`).
     """
-    return _FocalFamily.apply(
-        logits, targets, rule, dual, brier, offset, smoothing, reduction, computes_host_free(logits, validate)
-    )
+    terms = FocalTerms(focal, dual, offset, brier, smoothing)
+    return _FocalFamily.apply(logits, targets, terms, reduction, computes_host_free(logits, validate))
 
 
 def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
@@ -206,10 +269,9 @@ def softmax_parts(logits: Tensor, t: Tensor | None = None) -> tuple[Tensor, Tens
     row sum of ``e``, is at least 1. ``log p_t = (z_t - m) - log s`` is what ``log_softmax``
     computes: finite and accurate however small ``p_t`` (no underflow to ``log 0``).
     ``e`` is computed as ``exp2((z - m) log2(e))``: on CPUs PyTorch's ``exp2`` and the product
-    cost two thirds of its ``exp`` (215 + 50 against 406 us on (4096, 100) float32, one thread);
-    the product with ``log2(e)`` adds one rounding to the exponent, a relative error of at most
-    ``|z - m| eps / 2`` in ``e`` on top of a few ``eps``, the same order as ``torch.softmax``'s
-    own error in float32 (``tests/test_losses_fused.py``).
+    cost less than its ``exp``; the product with ``log2(e)`` adds one rounding to the exponent,
+    a relative error of at most ``|z - m| eps / 2`` in ``e`` on top of a few ``eps``, the same
+    order as ``torch.softmax``'s own error in float32 (``tests/test_losses_fused.py``).
     ``t`` ``(N, 1)`` holds the targets; without it, ``log p_t`` is None.
     """
     m = logits.amax(dim=1, keepdim=True)
@@ -262,35 +324,17 @@ def _exp_and_sum(shifted: Tensor) -> tuple[Tensor, Tensor]:
     return e, e.sum(dim=1, keepdim=True)
 
 
-def _focal_terms(rule: GammaRule, p_t: Tensor, p_j: "Tensor | float", logp_t: Tensor):
-    """``(-loss, ma, q)`` of the focal term, each ``(N, 1)``: ``ma = -dloss/dl_t``, ``q = dloss/dp_j``.
+def _base(p_t: Tensor, p_j: Tensor | float, inverse: bool) -> Tensor:
+    """``B = 1 - p_t + p_j``, or ``1 + p_t - p_j`` if ``inverse``; one operation for a number ``p_j``."""
+    if isinstance(p_j, Tensor):
+        return (torch.sub(p_t, p_j) if inverse else torch.sub(p_j, p_t)).add_(1.0)
+    return torch.add(p_t, 1.0 - p_j) if inverse else torch.rsub(p_t, 1.0 + p_j)
 
-    ``q`` is None when gamma is 0 everywhere (cross-entropy, ``ma = 1``). With a number gamma
-    the chain has fewer steps: ``h = gamma B^(gamma-1) l_t`` directly (finite at ``B = 0`` for
-    ``gamma >= 1``; below that, ``B^(gamma-1)`` is set to 0 where ``B = 0``, where ``l_t = 0``).
-    """
-    gamma, inverse = rule(p_t, p_j)
-    if not isinstance(gamma, Tensor) and gamma == 0:
-        return logp_t, 1.0, None
-    if isinstance(inverse, Tensor):
-        sigma = torch.where(inverse, 1.0, -1.0)
-        base = torch.sub(p_t, p_j).mul_(sigma).add_(1.0)
-    else:
-        sigma = 1.0 if inverse else -1.0
-        if isinstance(p_j, Tensor):
-            base = (torch.sub(p_t, p_j) if inverse else torch.sub(p_j, p_t)).add_(1.0)
-        else:
-            base = torch.add(p_t, 1.0 - p_j) if inverse else torch.rsub(p_t, 1.0 + p_j)
-    weight_t = base.pow(gamma)
-    if isinstance(gamma, Tensor):
-        # sigma h with h = gamma B^gamma (l_t / B); at B = 0 (p_t = 1, l_t = 0) the term is 0
-        q = torch.div(logp_t, base).nan_to_num_(0.0).mul_(weight_t).mul_(gamma).mul_(sigma)
-    else:
-        slope = base.pow(gamma - 1.0)  # B^(gamma - 1)
-        if gamma < 1:
-            slope = torch.where(base > 0, slope, 0.0)
-        q = slope.mul_(logp_t).mul_(sigma * gamma)  # sigma h
-    ma = torch.addcmul(weight_t, p_t, q)  # B^gamma + sigma p_t h
+
+def _focal_parts(weight_t: Tensor, p_t: Tensor, q: Tensor, logp_t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """``(-loss, ma, q)`` of the focal term, each ``(N, 1)``, from ``B^gamma`` (``weight_t``,
+    overwritten) and ``q = dloss/dp_j = sigma h``: ``ma = -dloss/dl_t = B^gamma + sigma p_t h``."""
+    ma = torch.addcmul(weight_t, p_t, q)
     return weight_t.mul_(logp_t), ma, q
 
 
@@ -299,98 +343,92 @@ class _FocalFamily(torch.autograd.Function):
     the dual classes, so the backward is a few multiplications by the incoming gradient."""
 
     @staticmethod
-    def forward(
-        ctx, logits: Tensor, targets: Tensor, rule: GammaRule | None, dual: str, brier: float, offset: float,
-        smoothing: float, reduction: str, host_free: bool,
-    ) -> Tensor:
+    def forward(ctx, logits: Tensor, targets: Tensor, terms: FocalTerms, reduction: str, host_free: bool) -> Tensor:
         t = targets.unsqueeze(1)
         difference = difference_to_target(logits, t)
-        if dual != "none":
-            index, weight = dual_classes(difference, dual, host_free)
+        if terms.dual != "none":
+            index, weight = dual_classes(difference, terms.dual, host_free)
         # z_t - mean_k z_k as the mean of the differences, before the softmax overwrites them:
         # the differences are bounded by the row spread, a sum of the logits themselves is not
         # (four logits of 3e38 overflow float32 however close they are)
-        margin = difference.mean(dim=1, keepdim=True).neg_() if smoothing else None
-        e, s, logp_t = target_softmax(logits, t, difference, host_free)  # p = e / s; the backward writes into e
+        margin = difference.mean(dim=1, keepdim=True).neg_() if terms.smoothing else None
+        e, s, logp_t = target_softmax(logits, t, difference, host_free)  # p = e / s
         inv_s = s.reciprocal_()
         p_t = logp_t.exp()
-        if dual == "none":
+        if terms.dual == "none":
             index = weighted_p = None
-            p_j = offset
+            p_j = terms.offset
         else:
             weighted_p = weight.mul_(e.gather(1, index)).mul_(inv_s)
             p_j = weighted_p.sum(1, keepdim=True) if weighted_p.shape[1] > 1 else weighted_p
-        if rule is None:
+        if terms.focal is None:
             minus_loss, ma, q = None, 0.0, None
         else:
-            minus_loss, ma, q = _focal_terms(rule, p_t, p_j, logp_t)
+            minus_loss, ma, q = terms.focal.parts(p_t, p_j, logp_t)
         if q is None:  # no gradient through p_j
             index = None
         # dloss/dz = row p - ma e_t + q sum_c w_c p_c e_c (+ the Brier and smoothing terms)
         row = ma if index is None else torch.addcmul(ma, q, p_j, value=-1.0)
         at_target = -ma
         loss = minus_loss.neg() if minus_loss is not None else torch.zeros_like(p_t)
-        if brier:  # + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),  Q = sum_{k != t} p_k^2
+        if terms.brier:  # + 2 lam (p ⊙ p - (Q - p_t (1 - p_t)) p - p_t e_t),  Q = sum_{k != t} p_k^2
             p = e.mul_(inv_s)  # the Brier term's backward needs p itself
             p_at_t = p.gather(1, t)
             others = torch.linalg.vector_norm(p.scatter_(1, t, torch.zeros_like(p_t)), dim=1, keepdim=True).square_()
             p.scatter_(1, t, p_at_t)
             one_minus_p_t = 1.0 - p_t
-            loss = loss.add_(others + one_minus_p_t.square(), alpha=brier)
-            row = others.sub_(p_t * one_minus_p_t).mul_(-2.0 * brier).add_(row)
-            at_target = torch.add(at_target, p_t, alpha=-2.0 * brier)
+            loss = loss.add_(others + one_minus_p_t.square(), alpha=terms.brier)
+            row = others.sub_(p_t * one_minus_p_t).mul_(-2.0 * terms.brier).add_(row)
+            at_target = torch.add(at_target, p_t, alpha=-2.0 * terms.brier)
         else:  # row p = (row / s) e: the backward needs no normalised softmax
             row = inv_s * row
-        if smoothing:  # + alpha (e_t - 1/K)
-            loss = loss.add_(margin, alpha=smoothing)
-            at_target = at_target + smoothing
-        ctx.brier, ctx.smoothing, ctx.reduction, ctx.host_free = brier, smoothing, reduction, host_free
-        ctx.softmax = e  # an attribute, not saved: the backward may write into it
+        if terms.smoothing:  # + alpha (e_t - 1/K)
+            loss = loss.add_(margin, alpha=terms.smoothing)
+            at_target = at_target + terms.smoothing
+        ctx.brier, ctx.smoothing, ctx.reduction, ctx.host_free = terms.brier, terms.smoothing, reduction, host_free
         at_dual = None if index is None else q * weighted_p
-        ctx.save_for_backward(logits, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
+        # e is p itself with the Brier term, e = s p without
+        ctx.save_for_backward(e, t, _as_tensor(row, p_t), _as_tensor(at_target, p_t), index, at_dual)
         return reduce(loss.view(-1), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        logits, t, row, at_target, index, at_dual = ctx.saved_tensors
-        p = take_softmax(ctx, lambda: _target_softmax_again(logits, t, bool(ctx.brier), ctx.host_free))
+        e, t, row, at_target, index, at_dual = ctx.saved_tensors
         grad = per_sample_gradient(grad, ctx.reduction, len(t))
         if ctx.brier:  # p * (row grad + 2 lam grad p)
-            grad_logits = p.mul_(_plus_multiple(row * grad, p, 2.0 * ctx.brier * grad, ctx.host_free))
+            grad_logits = _plus_multiple(row * grad, e, 2.0 * ctx.brier * grad, ctx.host_free).mul_(e)
         else:  # e (row / s) grad
-            grad_logits = p.mul_(row * grad)
+            grad_logits = torch.mul(e, row * grad, out=donated(e))
         if ctx.smoothing:
-            grad_logits.sub_(grad * (ctx.smoothing / p.shape[1]))
+            grad_logits.sub_(grad * (ctx.smoothing / e.shape[1]))
         grad_logits.scatter_add_(1, t, at_target * grad)
         if index is not None:
             grad_logits.scatter_add_(1, index, at_dual * grad)
-        return grad_logits, None, None, None, None, None, None, None, None
+        return grad_logits, None, None, None, None
 
 
-def take_softmax(ctx, recompute: Callable[[], Tensor]) -> Tensor:
-    """The forward's softmax ``ctx.softmax`` (``p`` or ``e = s p``), handed over for the
-    backward to write into.
+def donated(saved: Tensor) -> Tensor | None:
+    """``saved``, for a backward to write its result into, when autograd frees the saved tensors
+    after this backward (no retained graph: AOT autograd donates its saved buffers on the same
+    condition); ``None`` otherwise, for a new buffer, so that a retained graph keeps its saved
+    tensors as they were and a second backward repeats the first.
 
-    On CPUs a fresh (N, K) buffer costs more in page faults than the arithmetic, so the first
-    backward takes the forward's; a second backward (``retain_graph=True``) finds it gone and
-    calls ``recompute``, which must repeat the forward's operations (and so its values).
+    On CPUs a fresh ``(N, K)`` buffer costs a measurable part of a loss's time (``make bench``).
     """
-    p, ctx.softmax = ctx.softmax, None
-    return recompute() if p is None else p
+    return None if _keeps_graph() else saved
 
 
-def _target_softmax_again(logits: Tensor, t: Tensor, normalised: bool, host_free: bool) -> Tensor:
-    """The focal family's softmax buffer, recomputed as its forward computed it."""
-    e, s, _ = target_softmax(logits, t, difference_to_target(logits, t), host_free)
-    return e.mul_(s.reciprocal_()) if normalised else e
+#: Whether the running backward keeps the graph (``retain_graph``); always, where PyTorch does not say.
+_keeps_graph = getattr(torch._C._autograd, "_get_current_graph_task_keep_graph", lambda: True)
 
 
 def _plus_multiple(row: Tensor, p: Tensor, scale: Tensor, host_free: bool) -> Tensor:
     """``row + scale * p`` as a new tensor like ``p``; ``scale`` is 0-dim or ``(N, 1)``.
 
-    A 0-dim ``scale`` on the CPU is read as a number (free there) for ``torch.add(alpha=)``:
-    ``addcmul`` with a broadcast tensor took 4x as long on (4096, 100). ``host_free`` reads nothing.
+    A 0-dim ``scale`` on the CPU is read as a number (free there) for ``torch.add(alpha=)``,
+    which is several times faster than ``addcmul`` with a broadcast tensor. ``host_free``
+    reads nothing.
     """
     if scale.ndim == 0 and not host_free:
         return torch.add(row, p, alpha=scale.item())

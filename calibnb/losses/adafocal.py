@@ -26,7 +26,7 @@ from torch import Tensor
 
 from calibnb._validation import check_labels, check_n_bins, check_probs, check_vector, to_numpy
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
-from calibnb.losses._fused import focal_family
+from calibnb.losses._fused import PerSampleFocalTerm, focal_family
 from calibnb.losses.base import TrainingLoss, validation_set
 from calibnb.losses.declarations import ADAFOCAL, CALFOCAL
 from calibnb.metrics.binning import mass_group_starts
@@ -158,12 +158,9 @@ def validation_binned_focal(
     edges = torch.as_tensor(edges, dtype=logits.dtype, device=logits.device)
     inner = edges[1:-1]
 
-    def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, Tensor]:
-        gamma = lookup(gammas, p_t - p_j, inner)
-        return gamma.abs(), gamma < 0
-
+    focal = PerSampleFocalTerm(lambda p_t, p_j: lookup(gammas, p_t - p_j, inner), signed=True)
     family = "largest" if base == "dual" else "none"
-    return focal_family(logits, targets, rule, family, reduction=reduction, validate=validate)
+    return focal_family(logits, targets, focal, family, reduction=reduction, validate=validate)
 
 
 class ValidationBinnedLoss(TrainingLoss):
@@ -375,13 +372,14 @@ class CalFocalLoss(ValidationBinnedLoss):
         # case 1: p_t - A_b; case 2: C_b - A_b, a table of its own
         table = accuracies if self.case == 1 else self.confidences.to(logits.device, logits.dtype) - accuracies
 
-        def rule(p_t: Tensor, p_j: Tensor) -> tuple[Tensor, bool]:
+        def gamma_of(p_t: Tensor, p_j: float) -> Tensor:
             gap = p_t - lookup(table, p_t, inner) if self.case == 1 else lookup(table, p_t, inner)
             # lam * gap, with 0 for a gap of 0: a lam beyond the dtype's range is inf there, and inf * 0 NaN
             exponent = torch.where(gap == 0, 0.0, gap * self.lam)
-            return torch.exp(exponent).clamp_max(self.gamma_max), False
+            return torch.exp(exponent).clamp_max(self.gamma_max)
 
-        return focal_family(logits, targets, rule, reduction=self.reduction, validate=self.validate)
+        return focal_family(logits, targets, PerSampleFocalTerm(gamma_of), reduction=self.reduction,
+                            validate=self.validate)
 
     @torch.no_grad()
     def update(self, val_probs, val_labels) -> None:

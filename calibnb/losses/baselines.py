@@ -18,17 +18,12 @@ from calibnb.losses._common import (
     check_log_probs, check_logits_targets, check_reduction, check_validate, computes_host_free,
     per_sample_gradient, reduce,
 )
-from calibnb.losses._fused import focal_family, row_argmax, softmax_parts, take_softmax
+from calibnb.losses._fused import FocalTerm, donated, focal_family, row_argmax, softmax_parts
 from calibnb.losses.declarations import LABEL_SMOOTHING, MMCE
 
 #: Added under the square root of MMCE_w, as in the reference code: it bounds the gradient
 #: of ``sqrt`` at a perfectly calibrated batch.
 MMCE_SQRT_EPS = 1e-10
-
-
-def _cross_entropy_rule(p_t: Tensor, p_j: Tensor) -> tuple[float, bool]:
-    """The focal family's rule for cross-entropy: gamma 0, never inverse."""
-    return 0.0, False
 
 
 def brier_loss(logits: Tensor, targets: Tensor, reduction: str = "mean", validate: bool = True) -> Tensor:
@@ -81,7 +76,7 @@ def label_smoothing_loss(
     [alpha] = LABEL_SMOOTHING.checked(alpha=alpha)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return focal_family(logits, targets, _cross_entropy_rule, smoothing=alpha, reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(0.0), smoothing=alpha, reduction=reduction, validate=validate)
 
 
 def mmce_loss(
@@ -124,8 +119,8 @@ def mmce_loss(
 
 
 class _CrossEntropyPlusMMCE(torch.autograd.Function):
-    """Cross-entropy plus ``lam`` MMCE_w, reduced, with a closed-form backward written into the
-    forward's softmax: ``dL/dz = g_ce (p - e_t) + g_mmce lam dMMCE_w/dr_i r_i (e_max - p)``."""
+    """Cross-entropy plus ``lam`` MMCE_w, reduced, with a closed-form backward from the forward's
+    softmax: ``dL/dz = g_ce (p - e_t) + g_mmce lam dMMCE_w/dr_i r_i (e_max - p)``."""
 
     @staticmethod
     def forward(
@@ -138,20 +133,19 @@ class _CrossEntropyPlusMMCE(torch.autograd.Function):
         of_confidences = mmce_with_gradient_on_device if host_free else mmce_with_gradient
         mmce, grad_r = of_confidences(r.view(-1), predicted.view(-1) == targets, width)
         penalty = lam * mmce
-        ctx.lam, ctx.reduction, ctx.softmax = lam, reduction, e
-        ctx.save_for_backward(logits, t, predicted, r, grad_r.view(-1, 1).mul_(r))
+        ctx.lam, ctx.reduction = lam, reduction
+        ctx.save_for_backward(e, t, predicted, r, grad_r.view(-1, 1).mul_(r))
         # the batch term once per sample: mean CE + lam MMCE_w, N times that for "sum"
         return reduce(logp_t.view(-1).neg().add_(penalty), reduction)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor):
-        logits, t, predicted, inv_s, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
-        e = take_softmax(ctx, lambda: softmax_parts(logits)[0])
+        e, t, predicted, inv_s, through_r = ctx.saved_tensors  # through_r = dMMCE_w/dr_i * r_i
         n = len(through_r)
         grad_ce = per_sample_gradient(grad, ctx.reduction, n).expand(n, 1)
         through_r = through_r * (grad_ce.sum() * ctx.lam)  # every sample carries lam MMCE_w
-        grad_logits = e.mul_((grad_ce - through_r).mul_(inv_s))  # p (...) = e (...) / s
+        grad_logits = torch.mul(e, (grad_ce - through_r).mul_(inv_s), out=donated(e))  # p (...) = e (...) / s
         grad_logits.scatter_add_(1, t, grad_ce.neg())
         return grad_logits.scatter_add_(1, predicted, through_r), None, None, None, None, None
 

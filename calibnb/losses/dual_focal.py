@@ -17,7 +17,7 @@ from torch import Tensor
 
 from calibnb._validation import check_choice
 from calibnb.losses._common import check_log_probs, check_logits_targets, check_reduction, check_validate
-from calibnb.losses._fused import difference_to_target, dual_classes, focal_family
+from calibnb.losses._fused import FocalTerm, PerSampleFocalTerm, difference_to_target, dual_classes, focal_family
 from calibnb.losses.declarations import DUAL_FOCAL, DUAL_FOCAL_SD, DUALS
 from calibnb.losses.focal import scheduled_gamma
 
@@ -54,10 +54,9 @@ def dual_focal_loss(
     gamma, dual = DUAL_FOCAL.checked(gamma=gamma, dual=dual)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
     if isinstance(dual, float):
-        return focal_family(logits, targets, rule, offset=dual, reduction=reduction, validate=validate)
-    return focal_family(logits, targets, rule, dual, reduction=reduction, validate=validate)
+        return focal_family(logits, targets, FocalTerm(gamma), offset=dual, reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma), dual, reduction=reduction, validate=validate)
 
 
 def dual_focal_loss_sd(
@@ -88,8 +87,8 @@ def dual_focal_loss_sd(
     gammas, thresholds = DUAL_FOCAL_SD.checked(gammas=gammas, thresholds=thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (scheduled_gamma(p_t - p_j, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, "largest", reduction=reduction, validate=validate)
+    focal = PerSampleFocalTerm(lambda p_t, p_j: scheduled_gamma(p_t - p_j, gammas, thresholds))
+    return focal_family(logits, targets, focal, "largest", reduction=reduction, validate=validate)
 
 
 def target_and_dual(logp: Tensor, targets: Tensor, dual: str = "largest") -> tuple[Tensor, Tensor]:

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, reduce
-from calibnb.losses._fused import focal_family
+from calibnb.losses._fused import FocalTerm, focal_family
 from calibnb.losses.declarations import FCL
 
 
@@ -52,10 +52,10 @@ def focal_calibration_loss(
     gamma, lam, norm = FCL.checked(gamma=gamma, lam=lam, norm=norm)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (gamma, False)  # noqa: E731
+    term = FocalTerm(gamma)
     if norm == "l2":
-        return focal_family(logits, targets, rule, brier=lam, reduction=reduction, validate=validate)
-    focal = focal_family(logits, targets, rule, validate=validate)
+        return focal_family(logits, targets, term, brier=lam, reduction=reduction, validate=validate)
+    focal = focal_family(logits, targets, term, validate=validate)
     # sum_k |p_k - y_k| = 2 (1 - p_t), computed as -2 expm1(log p_t)
     distance = -2.0 * torch.expm1(torch.log_softmax(logits, dim=1).gather(1, targets[:, None]).squeeze(1))
     return reduce(focal + lam * distance, reduction)

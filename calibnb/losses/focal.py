@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calibnb.losses._common import check_logits_targets, check_reduction, check_validate, lookup
-from calibnb.losses._fused import focal_family
+from calibnb.losses._fused import FocalTerm, PerSampleFocalTerm, focal_family
 from calibnb.losses.declarations import FOCAL, FOCAL_SD, INVERSE_FOCAL
 
 
@@ -69,7 +69,7 @@ def focal_loss(
     [gamma] = FOCAL.checked(gamma=gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, False), reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma), reduction=reduction, validate=validate)
 
 
 def focal_loss_sd(
@@ -103,8 +103,8 @@ def focal_loss_sd(
     gammas, thresholds = FOCAL_SD.checked(gammas=gammas, thresholds=thresholds)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    rule = lambda p_t, p_j: (scheduled_gamma(p_t, gammas, thresholds), False)  # noqa: E731
-    return focal_family(logits, targets, rule, reduction=reduction, validate=validate)
+    focal = PerSampleFocalTerm(lambda p_t, p_j: scheduled_gamma(p_t, gammas, thresholds))
+    return focal_family(logits, targets, focal, reduction=reduction, validate=validate)
 
 
 def inverse_focal_loss(
@@ -131,7 +131,7 @@ def inverse_focal_loss(
     [gamma] = INVERSE_FOCAL.checked(gamma=gamma)
     reduction = check_reduction(reduction)
     logits, targets = check_logits_targets(logits, targets, check_validate(validate))
-    return focal_family(logits, targets, lambda p_t, p_j: (gamma, True), reduction=reduction, validate=validate)
+    return focal_family(logits, targets, FocalTerm(gamma, inverse=True), reduction=reduction, validate=validate)
 
 
 def scheduled_gamma(statistic: Tensor, gammas: tuple, thresholds: tuple) -> Tensor:
