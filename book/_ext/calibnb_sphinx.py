@@ -19,6 +19,11 @@ docstring of the value's type (``dict``'s). :func:`_constant_comment` gives such
 ``#:`` comment of the calibnb module that assigns the very same object, and stops the build
 when there is none.
 
+**Summaries cut at "Eq.".** autosummary's table shows a docstring's first sentence, which it
+ends at the first ". " unless the text before it ends with one of its
+``WELL_KNOWN_ABBREVIATIONS`` ("et al.", "e.g.", "i.e."); our summaries cite "Eq. 1", "Eqs. 2
+and 3", "Fig. 5" and "Alg. 1", so those abbreviations join the list (:func:`setup`).
+
 **Members from other libraries.** scikit-learn gives every estimator generated methods
 (``set_fit_request``, ...) whose docstrings link into scikit-learn's own documentation;
 :func:`_skip_foreign_member` leaves a class's members defined outside calibnb off its entry.
@@ -81,7 +86,15 @@ def _skip_foreign_member(app, what, name, obj, skip, options):
     return None
 
 
+#: Abbreviations after which a summary sentence goes on (the papers' equations and figures).
+CITATION_ABBREVIATIONS = ("Eq.", "Eqs.", "Fig.", "Figs.", "Alg.", "Sec.", "cf.")
+
+
 def setup(app):
+    from sphinx.ext import autosummary
+
+    autosummary.WELL_KNOWN_ABBREVIATIONS = tuple(
+        dict.fromkeys(autosummary.WELL_KNOWN_ABBREVIATIONS + CITATION_ABBREVIATIONS))
     app.connect("autodoc-skip-member", _skip_foreign_member)
     app.connect("autodoc-process-docstring", _constant_comment)
     app.connect("html-page-context", _drop_duplicate_inline_scripts)
