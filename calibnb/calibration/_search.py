@@ -49,14 +49,15 @@ class EdgeOfSearchWarning(UserWarning):
     >>> from calibnb.calibration import EdgeOfSearchWarning, TemperatureScaling
     >>> rng = np.random.default_rng(0)
     >>> logits = 8 * rng.normal(size=(2000, 3))
-    >>> labels = (logits / 8 + rng.gumbel(size=(2000, 3))).argmax(axis=1)  # from softmax(logits / 8)
+    >>> labels = (logits / 16 + rng.gumbel(size=(2000, 3))).argmax(axis=1)  # from softmax(logits / 16)
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     ts = TemperatureScaling(temperatures=[0.5, 1.0, 2.0]).fit(logits, labels)
     >>> caught[0].category is EdgeOfSearchWarning, ts.temperature_
     (True, 2.0)
-    >>> round(TemperatureScaling().fit(logits, labels).temperature_, 1)  # the default grid extends
-    8.3
+    >>> ts = TemperatureScaling().fit(logits, labels)  # the default grid 0.1..10 extends to 40
+    >>> round(ts.temperature_, 1), float(ts.temperatures_.max())
+    (15.9, 40.0)
     """
 
 

@@ -170,7 +170,7 @@ class SplineCalibration(_TopLabelCalibrator):
         n = conf.size
         if n < n_knots + 1:  # a cubic spline with n_knots - 2 inner knots has n_knots + 2 coefficients
             raise ValueError(f"logits: spline recalibration with n_knots={n_knots} needs at least "
-                             f"{n_knots + 1} samples, got {n}")
+                             f"{n_knots + 1} samples, got n_samples={n}")
         x = np.arange(1, n + 1) / n
         cumulative = np.cumsum(correct[order]) / n
         inner = np.linspace(0.0, 1.0, n_knots)[1:-1]
@@ -241,8 +241,8 @@ class IsotonicCalibration(_TopLabelCalibrator):
     >>> probs[:1].round(3)
     array([[0.314, 0.145, 0.541]])
     >>> from calibnb.metrics import ece
-    >>> round(ece(probs, labels), 4)  # on the data it was fitted to, a monotone fit is near perfect
-    0.002
+    >>> round(ece(probs, labels), 4)  # on the data it was fitted to, a monotone fit is perfect
+    0.0
     """
 
     _FITTED = "isotonic_"
