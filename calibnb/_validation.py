@@ -32,6 +32,9 @@ class DtypeError(TypeError, ValueError):
 
 def to_numpy(x, name: str) -> np.ndarray:
     """Return ``x`` as a numpy array (torch tensors are detached and moved to the CPU)."""
+    if hasattr(x, "tocsr") or hasattr(x, "to_dense") and getattr(x, "is_sparse", False):
+        raise TypeError(f"{name} is sparse: sparse input is not supported; pass a dense array "
+                        f"(.toarray() or .to_dense())")
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, without importing torch
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":
@@ -46,24 +49,43 @@ def to_numpy(x, name: str) -> np.ndarray:
     return arr
 
 
-def check_probs(probs, name: str = "probs", atol: float = SIMPLEX_ATOL) -> np.ndarray:
+def check_probs(probs, name: str = "probs", atol: float = SIMPLEX_ATOL,
+                binary: bool = False) -> np.ndarray:
     """Validate a probability matrix ``(N, K)`` and return it as float64.
 
     Raises ``ValueError`` when it is not 2-D, empty, has fewer than two classes, holds NaN/inf
-    or negative entries, or has a row whose sum differs from 1 by more than ``atol``.
+    or negative entries, or has a row whose sum differs from 1 by more than ``atol``; when the
+    values look like logits (some outside [0, 1]) the message says to apply a softmax first.
+    With ``binary``, a 1-D array ``(N,)`` is the probability of class 1 of two classes (as
+    scikit-learn's ``y_prob`` and netcal's binary input) and becomes ``(1 − p, p)``.
     """
     atol = max(atol, 2 * _HALF_EPS.get(str(getattr(probs, "dtype", "")), 0.0))
+    if binary and np.ndim(to_numpy(probs, name)) == 1:
+        p = check_vector(probs, name, minimum=0.0, maximum=1.0)
+        if p.size == 0:
+            raise ValueError(f"{name} is empty: it has no samples")
+        return np.column_stack([1.0 - p, p])
     arr = _real_matrix(probs, name).astype(np.float64, copy=False)
     if (arr < 0).any():
-        raise ValueError(f"{name} contains negative probabilities (min {arr.min():.3g})")
+        raise ValueError(f"{name} contains negative probabilities (min {arr.min():.3g})"
+                         + _logits_hint(arr))
     sums = arr.sum(axis=1)
     worst = np.abs(sums - 1.0).max()
     if worst > atol:
         row = int(np.abs(sums - 1.0).argmax())
         raise ValueError(
             f"{name} rows must sum to 1 (tolerance {atol:g}); row {row} sums to {sums[row]:.6g}"
+            + _logits_hint(arr)
         )
     return arr
+
+
+def _logits_hint(arr: np.ndarray) -> str:
+    """The hint of a probability error whose values look like logits (some outside [0, 1])."""
+    if (arr < 0).any() or (arr > 1).any():
+        return ("; these look like logits: apply a softmax first "
+                "(scipy.special.softmax(z, axis=1))")
+    return ""
 
 
 def check_labels(
@@ -71,8 +93,12 @@ def check_labels(
 ) -> np.ndarray:
     """Validate integer class labels ``(N,)`` in ``[0, n_classes)`` and return them as int64.
 
+    Whole-number floats (1.0, 2.0, as pandas and scikit-learn often hand labels over) are taken
+    as the integers they equal; any other float (1.5, NaN) is refused, naming the first.
     ``probs_name`` is the argument the ``N`` rows come from, named when the lengths differ."""
     arr = to_numpy(labels, name)
+    if arr.dtype != bool and np.issubdtype(arr.dtype, np.floating):
+        arr = _whole_floats(arr, name)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
         raise DtypeError(f"{name} must be integer class indices, got dtype {arr.dtype}")
     if arr.ndim != 1:
@@ -86,16 +112,53 @@ def check_labels(
     return arr.astype(np.int64, copy=False)
 
 
-def check_probs_labels(probs, labels, atol: float = SIMPLEX_ATOL):
-    """Validate a ``(probs, labels)`` pair; return ``(float64 probs, int64 labels)``."""
-    p = check_probs(probs, "probs", atol=atol)
-    y = check_labels(labels, p.shape[0], p.shape[1], "labels")
+def _whole_floats(arr: np.ndarray, name: str) -> np.ndarray:
+    """Float labels that are all whole numbers, as int64; a ``DtypeError`` naming the first that
+    is not."""
+    whole = np.isfinite(arr) & (arr == np.round(arr)) & (np.abs(arr) < 2.0**53)
+    if not whole.all():
+        at = np.unravel_index(int(np.argmin(whole)), arr.shape)
+        raise DtypeError(f"{name} must be integer class indices (whole numbers), got "
+                         f"{arr[at]} at index {at[0] if len(at) == 1 else at}")
+    return arr.astype(np.int64)
+
+
+def check_probs_labels(probs, labels, atol: float = SIMPLEX_ATOL, names=("probs", "labels")):
+    """Validate a ``(probs, labels)`` pair; return ``(float64 probs, int64 labels)``.
+
+    ``probs`` may be one column ``(N,)``, the probability of class 1 of two (:func:`check_probs`
+    with ``binary``); ``names`` are the arguments' names in the messages."""
+    p = check_probs(probs, names[0], atol=atol, binary=True)
+    try:
+        y = check_labels(labels, p.shape[0], p.shape[1], names[1], probs_name=names[0])
+    except ValueError as error:
+        if np.ndim(to_numpy(probs, names[0])) != 1:
+            raise
+        raise type(error)(f"{error} ({names[0]} is one column: the probability of class 1 "
+                          f"of two classes)") from None
     return p, y
 
 
 def check_logits(logits, name: str = "logits") -> np.ndarray:
     """Validate a logit matrix ``(N, K)`` (finite, 2-D, K >= 2) and return it as float64."""
     return _real_matrix(logits, name).astype(np.float64, copy=False)
+
+
+def check_logit_columns(logits, name: str = "logits") -> tuple[np.ndarray, int]:
+    """Validate a calibrator's logits: ``(N, K)`` with K >= 2, or one binary column ``(N,)`` or
+    ``(N, 1)``, the logit of class 1 against class 0 (as scikit-learn's binary classifiers and
+    netcal take it), which becomes ``(0, z)``. Returns the float64 ``(N, K)`` logits and the
+    number of columns given (1 for a binary column, as scikit-learn's ``n_features_in_``)."""
+    arr = to_numpy(logits, name)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+                         f"required: one binary logit column, or one column per class")
+    z = _real_matrix(arr, name, min_columns=1).astype(np.float64, copy=False)
+    if z.shape[1] == 1:
+        return np.column_stack([np.zeros_like(z[:, 0]), z[:, 0]]), 1
+    return z, z.shape[1]
 
 
 def check_logits_labels(logits, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -154,16 +217,19 @@ def check_vector(
     return arr
 
 
-def _real_matrix(x, name: str) -> np.ndarray:
-    """A finite real ``(N, K)`` array with N >= 1 and K >= 2, in its own dtype."""
+def _real_matrix(x, name: str, min_columns: int = 2) -> np.ndarray:
+    """A finite real ``(N, K)`` array with N >= 1 and K >= ``min_columns``, in its own dtype."""
     arr = to_numpy(x, name)
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise DtypeError(f"{name} must hold real numbers, got dtype {arr.dtype} "
+                         f"(Complex data not supported)")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {arr.shape}")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} is empty: it has no samples")
-    if arr.shape[1] < 2:
+    if arr.shape[1] < min_columns:
         raise ValueError(f"{name} must have at least 2 classes (columns), got {arr.shape[1]}")
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")

@@ -109,6 +109,8 @@ def load_logits(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
             logits, labels = data["logits"], data["labels"]
         if not np.issubdtype(logits.dtype, np.floating):
             raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+        if labels.dtype == bool or not np.issubdtype(labels.dtype, np.integer):  # stored as written
+            raise ValueError(f"labels must be integer class indices, got dtype {labels.dtype}")
         logits, labels = check_logits_labels(logits, labels)
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
         raise ValueError(f"{path} is not a logits file: {error}") from None

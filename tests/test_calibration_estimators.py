@@ -2,10 +2,10 @@
 
 ``clone`` works, ``get_params``/``set_params`` round-trip, ``__init__`` only stores its
 parameters, fitted state ends in ``_``, and ``predict_proba`` before ``fit`` raises
-``NotFittedError``. scikit-learn's own checks run where they apply: those that take only the
-estimator (parameters, ``__init__``). The data-driven checks of ``check_estimator`` do not apply:
-they fit on generic feature matrices with targets that are not column indices of them, while a
-calibrator's input is an ``(N, K)`` logit matrix whose labels index its columns.
+``NotFittedError``. scikit-learn's own checks that take only the estimator (parameters,
+``__init__``) run here; ``tests/test_calibration_sklearn.py`` runs the whole ``check_estimator``
+and lists the few data-driven checks that do not apply to a calibrator of logits (whose labels
+index the columns of its input), each with the reason.
 """
 
 import numpy as np

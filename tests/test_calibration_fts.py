@@ -106,7 +106,7 @@ def test_batched_ece_equals_the_metric_for_every_candidate(binning, n, n_bins):
 def test_grid_equals_the_straightforward_per_candidate_loop(criterion):
     z, y = overconfident(0)
     temperatures = np.array([0.01, 0.05, 0.2, 0.5, 0.9, 1.0, 1.6, 2.0, 2.7, 4.0, 5.0])
-    fts = FocalTemperatureScaling(temperatures=temperatures, criterion=criterion).fit(z, y)
+    fts = FocalTemperatureScaling(PAPER_GAMMAS, temperatures, criterion=criterion).fit(z, y)
     metric = (lambda p: ece(p, y, 15, "mass")) if criterion == "ece" else (lambda p: nll(p, y))
     exact = np.array([[metric(focal_softmax(z, g, t)) for t in temperatures]
                       for g in PAPER_GAMMAS])

@@ -147,6 +147,8 @@ def check_probs(api, case):
     labelled = fills(api, LABEL_ARGUMENTS)
     if kind in LABEL_KINDS and not labelled:
         kind = "valid"  # the labels are not an argument: the probabilities are valid
+    if kind == "1-D" and labelled and api.name.startswith("calibnb.metrics.") and labels.max() <= 1:
+        kind = "binary column"  # a metric's one column is P(class 1) of two classes: valid
     args = {p: like(probs, api.values[p]) for p in fills(api, PROBS_ARGUMENTS)}
     args.update({p: like(labels, api.values[p]) for p in labelled})
     result = outcome(lambda: api.run(**args), list(api.roles), api.name in NAN_IN_RESULT)
@@ -160,6 +162,10 @@ def check_logits(api, case):
     labelled = fills(api, LABEL_ARGUMENTS)
     if kind in TARGET_KINDS and not labelled:
         kind = "valid"
+    if kind == "float targets" and api.kind == "calibrator":
+        kind = "whole-number float labels"  # numpy labels 1.0, 2.0 are the integers: valid
+    if kind == "1-D" and api.kind == "calibrator" and t.max() <= 1:
+        kind = "binary column"  # a calibrator's one column is the logit of class 1: valid
     args = {p: like(t, api.values[p]) for p in labelled}
     for p in fills(api, ("logits", "logp")):
         valid = api.values[p]
@@ -172,8 +178,10 @@ def check_logits(api, case):
 
     def call():
         result = api.run(**args)
-        if api.kind == "calibrator":
-            assert result.shape == tuple(z.shape) and np.allclose(result.sum(1), 1.0), "rows do not sum to 1"
+        if api.kind == "calibrator":  # its predictions, then its score
+            probs = result[0]
+            shape = (z.shape[0], 2) if z.ndim == 1 else tuple(z.shape)
+            assert probs.shape == shape and np.allclose(probs.sum(1), 1.0), "rows do not sum to 1"
         return result
 
     result = outcome(call, list(api.roles), api.name in NAN_IN_RESULT)

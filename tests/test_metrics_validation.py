@@ -49,7 +49,8 @@ def with_entry(value, row=0, col=0):
         (with_entry(np.inf), "probs contains NaN or inf"),
         (np.array([[1.2, -0.2], [0.5, 0.5], [0.5, 0.5]]), "probs contains negative"),
         (with_entry(0.7 + 2 * SIMPLEX_ATOL), "probs rows must sum to 1"),
-        (GOOD_P[:, 0], "probs must be 2-D"),
+        (GOOD_P[:, 0], r"labels must lie in \[0, 2\).*probs is one column"),  # binary: labels 0/1
+        (GOOD_P[None], "probs must be 2-D"),
         (GOOD_P[:2], "labels has 3 entries but probs has 2 rows"),
     ],
 )
@@ -71,8 +72,8 @@ def test_rows_within_the_documented_tolerance_are_accepted(metric):
         (np.array([0, -1, 1]), ValueError, r"labels must lie in \[0, 3\)"),
         (np.array([0, 1]), ValueError, "labels has 2 entries"),
         (np.array([[0, 1, 2]]), ValueError, "labels must be 1-D"),
-        (np.array([0.0, 1.0, 2.0]), TypeError, "labels must be integer"),
-        (torch.tensor([0.0, 1.0, 2.0]), TypeError, "labels must be integer"),
+        (np.array([0.0, 1.5, 2.0]), TypeError, r"labels must be integer.*1\.5"),
+        (torch.tensor([0.0, 1.0, 2.5]), TypeError, r"labels must be integer.*2\.5"),
     ],
 )
 def test_bad_labels(metric, labels, error, message):
@@ -141,3 +142,41 @@ def test_an_absurd_bin_count_is_refused_before_allocating(name, call):
     by name, at once (issue 18, item 5). A million bins is the most any estimator takes."""
     with pytest.raises(ValueError, match="n_bins must be at most 1,000,000, got 1,000,000,000"):
         call(10**9)
+
+
+@pytest.mark.parametrize("metric", PAIR_METRICS, ids=lambda f: f.__name__)
+def test_whole_number_float_labels_are_the_integers(metric):
+    """Labels handed over as floats (pandas, scikit-learn) count as the integers they equal."""
+    as_int = metric(GOOD_P, GOOD_Y)
+    as_float = metric(GOOD_P, GOOD_Y.astype(np.float64))
+    if hasattr(as_int, "equals"):  # the reliability table
+        assert as_int.equals(as_float)
+    else:
+        assert as_float == as_int
+
+
+@pytest.mark.parametrize("metric", PAIR_METRICS, ids=lambda f: f.__name__)
+def test_one_column_of_probabilities_is_binary(metric):
+    """``(N,)`` is the probability of class 1 (scikit-learn's y_prob, netcal's binary input)."""
+    p1 = np.array([0.9, 0.2, 0.65, 0.4, 0.55])
+    y = np.array([1, 0, 1, 1, 0])
+    two = metric(np.column_stack([1 - p1, p1]), y)
+    one = metric(p1, y)
+    if hasattr(two, "equals"):
+        assert two.equals(one)
+    else:
+        assert one == two
+    with pytest.raises(ValueError, match=r"probs must be <= 1"):
+        metric(p1 + 0.5, y)
+
+
+def test_logits_given_as_probabilities_get_the_softmax_hint():
+    rng = np.random.default_rng(0)
+    logits, labels = rng.normal(scale=5.0, size=(50, 3)), rng.integers(0, 3, 50)
+    with pytest.raises(ValueError, match=r"negative probabilities.*look like logits.*"
+                                         r"scipy\.special\.softmax\(z, axis=1\)"):
+        metrics.ece(logits, labels)
+    with pytest.raises(ValueError, match=r"sum to 1.*look like logits"):  # positive logits
+        metrics.nll(np.abs(logits), labels)
+    with pytest.raises(ValueError, match=r"sum to 1 \(tolerance [^)]*\); row \d+ sums to [\d.]+$"):
+        metrics.nll(GOOD_P * 0.5, GOOD_Y)  # within [0, 1]: no hint

@@ -65,12 +65,18 @@ EXCLUDED = {
     "calibnb.calibration.PAPER_FTS_TEMPERATURES": "a constant (the papers' grid), not a callable",
     "calibnb.calibration.PAPER_GAMMAS": "a constant (the papers' grid), not a callable",
     "calibnb.calibration.PAPER_TEMPERATURES": "a constant (the papers' grid), not a callable",
+    "calibnb.calibration.EdgeOfSearchWarning": "a warning category, raised by the calibrators' "
+                                               "fit (tests/test_calibration_sklearn.py)",
+    "calibnb.calibration.ProbabilitiesAsLogitsWarning": "a warning category, raised by the "
+                                                        "calibrators' fit "
+                                                        "(tests/test_calibration_sklearn.py)",
 }
 
-#: Public methods called through the class's own kind (a loss module's forward, a calibrator's fit
-#: and predict_proba); every other public method with arguments (``AdaFocalLoss.update``, ...) is
-#: discovered as a callable of its own, and one without arguments has nothing to validate.
-METHODS_BY_KIND = {"loss module": {"forward"}, "calibrator": {"fit", "predict_proba"}}
+#: Public methods called through the class's own kind (a loss module's forward, a calibrator's fit,
+#: predict_proba and score, on the same data); every other public method with arguments
+#: (``AdaFocalLoss.update``, ...) is discovered as a callable of its own, and one without
+#: arguments has nothing to validate.
+METHODS_BY_KIND = {"loss module": {"forward"}, "calibrator": {"fit", "predict_proba", "score"}}
 
 # ---- valid inputs --------------------------------------------------------------------------
 
@@ -96,6 +102,7 @@ EXAMPLES = {
         "probs": PROBS, "labels": LABELS, "probs_in": PROBS[:32], "probs_out": PROBS[32:],
         "confidences": CONFIDENCES, "values": CONFIDENCES, "edges": EDGES,
         "bins": np.searchsorted(EDGES[1:-1], CONFIDENCES), "n_bins": 15, "correct": CORRECT,
+        "y_true": LABELS, "y_prob": PROBS,  # the scorers, in scikit-learn's order
     },
     "calibnb.calibration": {"probs": PROBS, "logits": LOGITS, "labels": LABELS, "gamma": 0.5},
 }
@@ -130,7 +137,7 @@ CLASS_DATA = {
 }
 
 #: Parameters holding class labels.
-LABEL_NAMES = ("labels", "targets", "val_labels")
+LABEL_NAMES = ("labels", "targets", "val_labels", "y_true")
 #: Array parameters whose order matters: reversed, they must be refused.
 ORDERED = ("edges", "thresholds")
 
@@ -169,8 +176,9 @@ class Api:
         data = {k: overrides.get(k, v) for k, v in self.data.items()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if self.kind == "calibrator":
-                return self.target(**args).fit(data["logits"], data["labels"]).predict_proba(data["logits"])
+            if self.kind == "calibrator":  # its predictions and its score, on the fitted data
+                fitted = self.target(**args).fit(data["logits"], data["labels"])
+                return [fitted.predict_proba(data["logits"]), fitted.score(data["logits"], data["labels"])]
             if self.kind == "loss module":
                 data = with_grad(data)
                 return with_gradients(self.target(**args)(**data), data)
@@ -463,7 +471,6 @@ BAD_LABELS = {
     "-1": lambda y: np.r_[-1, y[1:]],
     "K": lambda y: np.r_[K, y[1:]],
     "float label": lambda y: y + 0.5,
-    "integral floats": lambda y: y.astype(np.float64),
     "2-D column": lambda y: y[:, None],
     "2-D one-hot": lambda y: np.eye(K, dtype=np.int64)[y],
     "wrong length": lambda y: np.r_[y, 0],
@@ -506,6 +513,39 @@ def test_labels_outside_the_classes_are_refused_by_name(run, name, parameter, va
             warnings.simplefilter("ignore")
             run(**{parameter: bad})
     assert parameter in str(error.value), f"{name}: the error does not name {parameter!r}: {error.value}"
+
+
+WHOLE_FLOAT_CASES = {(case.values[1], case.values[2]): case for case in LABEL_CASES}
+
+
+@pytest.mark.parametrize("run, name, parameter, valid, spoil", list(WHOLE_FLOAT_CASES.values()),
+                         ids=[f"{n}-{p}" for n, p in WHOLE_FLOAT_CASES])
+def test_whole_number_float_labels_are_the_integers_or_refused_by_name(run, name, parameter, valid, spoil):
+    """Labels as whole-number floats (1.0, 2.0) are the integers they equal for the metrics,
+    the calibrators and the validation labels of the losses (numpy labels, as scikit-learn and
+    pandas hand them over); a loss's torch ``targets`` must be integers (a float target tensor
+    means class probabilities to PyTorch), so there they are refused by name."""
+    floats = np.asarray(valid).astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if parameter == "targets":
+            with pytest.raises((ValueError, TypeError), match=parameter):
+                run(**{parameter: torch.as_tensor(floats)})
+            return
+        as_floats, as_ints = run(**{parameter: floats}), run(**{parameter: valid})
+    def parts(result):
+        return list(result) if isinstance(result, (list, tuple)) else [result]
+
+    for got, want in zip(parts(as_floats), parts(as_ints), strict=True):
+        if hasattr(want, "equals"):
+            assert want.equals(got), name
+        elif isinstance(want, dict):
+            assert got == want, name
+        else:
+            np.testing.assert_array_equal(torch.as_tensor(got).detach().numpy()
+                                          if isinstance(got, torch.Tensor) else got,
+                                          torch.as_tensor(want).detach().numpy()
+                                          if isinstance(want, torch.Tensor) else want, err_msg=name)
 
 
 # ---- extreme but finite logits --------------------------------------------------------------

@@ -51,10 +51,13 @@ def test_labels_checks():
     p = np.full((3, 4), 0.25)
     _, y = check_probs_labels(p, [0, 3, 2])
     assert y.dtype == np.int64
-    with pytest.raises(TypeError, match="labels.*integer"):
-        check_labels(np.array([0.0, 1.0, 2.0]), 3, 4)
-    with pytest.raises(ValueError, match="labels.*integer"):  # DtypeError is both
-        check_labels(np.array([0.0, 1.0, 2.0]), 3, 4)
+    whole = check_labels(np.array([0.0, 1.0, 2.0]), 3, 4)  # whole-number floats are the integers
+    assert whole.dtype == np.int64 and whole.tolist() == [0, 1, 2]
+    assert check_labels(torch.tensor([3.0, 0.0]), 2, 4).tolist() == [3, 0]
+    with pytest.raises(TypeError, match=r"labels.*integer.*1\.5 at index 1"):
+        check_labels(np.array([0.0, 1.5, 2.0]), 3, 4)
+    with pytest.raises(ValueError, match="labels.*integer.*nan"):  # DtypeError is both
+        check_labels(np.array([0.0, np.nan, 2.0]), 3, 4)
     with pytest.raises(TypeError, match="labels"):
         check_labels(np.array([True, False, True]), 3, 4)
     with pytest.raises(ValueError, match=r"labels must lie in \[0, 4\)"):

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ..calibration import FocalTemperatureScaling
+from ..calibration import PAPER_FTS_TEMPERATURES, PAPER_GAMMAS, FocalTemperatureScaling
 from ..data import load_predictions
 from ..data.predictions import PREDICTIONS
 from ..paper_tables import paper_table
@@ -234,7 +234,8 @@ def fts_valley(network: str, split: int = 1) -> pd.Series:
     paper's Fig. 8), refitted on ``network``'s calibration half of ``split``; indexed by γ."""
     logits, labels = load_predictions(network)
     calibrate, _ = calibration_split(split, len(labels))
-    fts = FocalTemperatureScaling().fit(logits[calibrate], labels[calibrate])
+    fts = FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES).fit(logits[calibrate],
+                                                                          labels[calibrate])
     return pd.Series(fts.temperatures_[fts.scores_.argmin(axis=1)], index=fts.gammas_, name=network)
 
 

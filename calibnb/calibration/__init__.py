@@ -6,6 +6,15 @@
 - :class:`FocalTemperatureScaling`: Komisarenko & Kull (2024), Section 4.2, exact and vectorised.
 - Baselines: :class:`EnsembleTemperatureScaling`, :class:`SplineCalibration`,
   :class:`HistogramBinning`, :class:`IsotonicCalibration`.
+
+Every calibrator is a scikit-learn estimator: ``n_features_in_`` and ``classes_`` set by
+``fit``, the class count checked by ``predict_proba``, ``score`` the negative mean NLL (so
+``cross_val_score`` needs no scorer), whole-number float labels accepted, and binary logits
+accepted as one column ``(N,)`` or ``(N, 1)`` (the logit of class 1: logits ``(0, z)``).
+Searches do not stop silently at the edge of their range (:class:`EdgeOfSearchWarning`), and
+``fit`` warns when handed probabilities for logits (:class:`ProbabilitiesAsLogitsWarning`).
+``tests/test_calibration_sklearn.py`` runs scikit-learn's ``check_estimator`` on each and lists
+the checks that do not apply to a calibrator of logits, with the reason.
 """
 
 from .baselines import (
@@ -14,6 +23,8 @@ from .baselines import (
     IsotonicCalibration,
     SplineCalibration,
 )
+from ._base import ProbabilitiesAsLogitsWarning
+from ._search import EdgeOfSearchWarning
 from .focal_map import focal_calibration_map, focal_softmax, log_focal_softmax
 from .focal_temperature import PAPER_FTS_TEMPERATURES, PAPER_GAMMAS, FocalTemperatureScaling
 from .temperature import PAPER_TEMPERATURES, TemperatureScaling
@@ -22,10 +33,12 @@ __all__ = [
     "PAPER_FTS_TEMPERATURES",
     "PAPER_GAMMAS",
     "PAPER_TEMPERATURES",
+    "EdgeOfSearchWarning",
     "EnsembleTemperatureScaling",
     "FocalTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
+    "ProbabilitiesAsLogitsWarning",
     "SplineCalibration",
     "TemperatureScaling",
     "focal_calibration_map",

@@ -9,24 +9,37 @@
   top-label confidence: the validation accuracy of equal-mass bins, or a monotone fit
   (scikit-learn's ``IsotonicRegression``).
 
-The last three recalibrate the top-label confidence ``c`` to ``c' >= 1/K`` and give the other
-classes ``1 − c'`` in proportion to their probabilities, mixed with the uniform share just enough
-that none exceeds ``c'``: the predicted class never changes, so the top-label metrics the papers
-report are those of the recalibrated confidence.
+The last three recalibrate the top-label confidence ``c`` to ``c'``, kept just above ``1/K``
+(by the relative :data:`TOP_MARGIN`), and give the other classes ``1 − c'`` in proportion to
+their probabilities, mixed with the uniform share just enough that each stays below ``c'`` by
+the same margin: the predicted class (:func:`calibnb.metrics.toplabel.predicted_class`, the
+first of near-tied classes) never changes, not even where ``c'`` is clipped to ``1/K``, so the
+accuracy is the network's and the top-label metrics the papers report are those of the
+recalibrated confidence.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.interpolate import make_lsq_spline
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize
 from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 
 from .._validation import check_choice, check_int, check_n_bins
 from ..metrics.binning import assign_bins, mass_edges_sorted
+from ..metrics.toplabel import predicted_class
 from ._base import ClassCountMixin
+from ._search import TEMPERATURE_CAP, bounded_log_search
+
+#: The top-label recalibrators keep the new top probability above ``1/K`` and every other class
+#: below it by this relative margin, far above the metrics' tie tolerance (1e-12), so the
+#: predicted class never changes.
+TOP_MARGIN = 1e-9
+#: The first search interval of ``log T`` of :class:`EnsembleTemperatureScaling`, widened
+#: (up to the temperature cap) when the optimum lies on a bound.
+ETS_LOG_T_BOUNDS = (-5.0, 5.0)
 
 
 class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
@@ -35,9 +48,12 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
     temperature scaling, then the weights, on the probability simplex, minimise the ``loss`` of
     the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the default of the
-    authors' code; ``"nll"`` is the alternative it offers.
+    authors' code; ``"nll"`` is the alternative it offers. ``T`` is searched over
+    ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
+    with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
 
-    Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``.
+    Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
+    ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
 
     Examples
     --------
@@ -61,9 +77,9 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
         z, y = self._fit_input(logits, labels)
         onehot = np.eye(z.shape[1])[y]
         score = _brier if self.loss == "mse" else _nll
-        result = minimize_scalar(lambda log_t: score(softmax(z / np.exp(log_t), axis=1), onehot),
-                                 bounds=(-5.0, 5.0), method="bounded", options={"xatol": 1e-8})
-        self.temperature_ = float(np.exp(result.x))
+        self.temperature_ = bounded_log_search(
+            lambda t: score(softmax(z / t, axis=1), onehot), ETS_LOG_T_BOUNDS,
+            tuple(np.log(TEMPERATURE_CAP)), type(self).__name__, xatol=1e-8)
         parts = self._parts(z)
         mix = minimize(lambda w: score(np.tensordot(w, parts, axes=1), onehot), x0=np.ones(3) / 3,
                        method="SLSQP", bounds=[(0.0, 1.0)] * 3,
@@ -90,27 +106,30 @@ def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
 
 class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
     """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring), which
-    also set ``n_classes_``. ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last."""
+    also set ``n_classes_``, ``n_features_in_`` and ``classes_`` (logits may be one binary
+    column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last."""
 
     def fit(self, logits, labels):
         z, y = self._fit_input(logits, labels)
         p = softmax(z, axis=1)
-        self._fit_top(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))
+        top = predicted_class(p)
+        self._fit_top(p[np.arange(p.shape[0]), top], (top == y).astype(np.float64))
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
         p = softmax(self._predict_input(logits, self._FITTED), axis=1)
         n, k = p.shape
-        rows, top = np.arange(n), p.argmax(axis=1)
+        rows, top = np.arange(n), predicted_class(p)
         conf = p[rows, top]
-        new = np.clip(self._top(conf), 1.0 / k, 1.0)[:, None]
+        # strictly above 1/K, so that the others' uniform share (1 − c') / (K − 1) stays below it
+        new = np.clip(self._top(conf), (1.0 + TOP_MARGIN) / k, 1.0)[:, None]
         others = np.where(np.arange(k) == top[:, None], 0.0, p)
         rest = others.sum(axis=1, keepdims=True)
         share = np.divide(others, rest, out=np.full_like(p, 1.0 / (k - 1)), where=rest > 0)
         # Mix the other classes' shares with uniform just enough that none exceeds the top.
         biggest = share.max(axis=1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
-            limit = new / (1.0 - new) * (1.0 - 1e-9) if k > 2 else np.inf
+            limit = new / (1.0 - new) * (1.0 - TOP_MARGIN) if k > 2 else np.inf
             alpha = np.clip((biggest - limit) / (biggest - 1.0 / (k - 1)), 0.0, 1.0)
         alpha = np.nan_to_num(alpha)
         out = (1.0 - new) * ((1.0 - alpha) * share + alpha / (k - 1))
@@ -151,7 +170,7 @@ class SplineCalibration(_TopLabelCalibrator):
         n = conf.size
         if n < n_knots + 1:  # a cubic spline with n_knots - 2 inner knots has n_knots + 2 coefficients
             raise ValueError(f"logits: spline recalibration with n_knots={n_knots} needs at least "
-                             f"{n_knots + 1} samples, got {n}")
+                             f"{n_knots + 1} samples, got n_samples={n}")
         x = np.arange(1, n + 1) / n
         cumulative = np.cumsum(correct[order]) / n
         inner = np.linspace(0.0, 1.0, n_knots)[1:-1]
@@ -222,8 +241,8 @@ class IsotonicCalibration(_TopLabelCalibrator):
     >>> probs[:1].round(3)
     array([[0.314, 0.145, 0.541]])
     >>> from calibnb.metrics import ece
-    >>> round(ece(probs, labels), 4)  # on the data it was fitted to, a monotone fit is near perfect
-    0.002
+    >>> round(ece(probs, labels), 4)  # on the data it was fitted to, a monotone fit is perfect
+    0.0
     """
 
     _FITTED = "isotonic_"

@@ -33,6 +33,7 @@ from ..metrics import ece, nll
 from ..metrics.scores import NLL_EPS
 from ._base import ClassCountMixin
 from ._grid import FocalGrid, batched_ece
+from ._search import grid_search
 from .focal_map import focal_softmax
 
 #: γ_ev of the paper's experiments (Section 5.1).
@@ -48,13 +49,19 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
     Parameters
     ----------
     gammas : 1-D array-like of floats >= -1, optional
-        Candidate γ_ev; defaults to :data:`PAPER_GAMMAS`. Include 0 to contain plain temperature
-        scaling.
+        Candidate γ_ev. None (default): :data:`PAPER_GAMMAS`, extended past an end where the
+        best γ lies (upwards times 4, up to 80; downwards to −1, the map's limit). Include 0 to
+        contain plain temperature scaling.
     temperatures : 1-D array-like of positive floats, optional
-        Candidate T; defaults to :data:`PAPER_FTS_TEMPERATURES`.
+        Candidate T. None (default): :data:`PAPER_FTS_TEMPERATURES`, extended geometrically
+        past an end where the best T lies (up to T in [1e-4, 1e4]). A grid given (the papers'
+        included) stays fixed, and a best γ or T at its end warns
+        (:class:`~calibnb.calibration.EdgeOfSearchWarning`).
     criterion : {"ece", "nll"}
-        Validation criterion: the ECE with ``n_bins`` bins of kind ``binning``, or the mean NLL
-        (label probabilities clipped below at float64's epsilon, as :func:`calibnb.metrics.nll`).
+        Validation criterion: the ECE with ``n_bins`` bins of kind ``binning`` (the default: the
+        FTS paper selects (γ, T) on a grid by the 15-bin equal-mass ECE, as Mukhoti et al. select
+        T), or the mean NLL (the paper's choice for its log-loss column; label probabilities
+        clipped below at float64's epsilon, as :func:`calibnb.metrics.nll`).
     search : {"grid", "loop", "line"}
         ``"grid"`` scores every (γ, T) with the fast shared kernel (``FocalGrid``);
         ``"loop"`` scores the same candidates one after the other, as the paper describes it
@@ -78,6 +85,8 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         The γ and T axes of ``scores_``.
     line_ : tuple (intercept, slope), ``line_gammas_``, ``line_temperatures_``, ``line_scores_``
         ``search="line"`` only: T = intercept + slope·γ and the scored points on it.
+    n_classes_, n_features_in_, classes_ : int, int, ndarray
+        As :class:`TemperatureScaling` (binary logits may be one column).
 
     Examples
     --------
@@ -114,16 +123,22 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         temperatures = check_grid(self.temperatures, PAPER_FTS_TEMPERATURES, "temperatures",
                                   positive=True)
         z, y = self._fit_input(logits, labels)
+        extend = [self.gammas is None, self.temperatures is None]
         if self.search == "line":
-            return self._fit_line(FocalGrid(z, y, 3 * temperatures.size), gammas, temperatures)
-        self.gammas_, self.temperatures_ = gammas, temperatures
+            return self._fit_line(FocalGrid(z, y, 3 * temperatures.size), gammas, temperatures,
+                                  extend[1])
         if self.search == "loop":
-            self.scores_ = self._loop_surface(z, y, gammas, temperatures)
+            def score(axes):
+                return self._loop_surface(z, y, *axes)
         else:
             grid = FocalGrid(z, y, gammas.size * temperatures.size)
-            self.scores_ = self._surface(grid, gammas, temperatures)
+
+            def score(axes):
+                return self._surface(grid, *axes)
+        (self.gammas_, self.temperatures_), self.scores_ = grid_search(
+            score, [gammas, temperatures], ["gamma", "temperature"], extend, type(self).__name__)
         best_g, best_t = np.unravel_index(np.argmin(self.scores_), self.scores_.shape)
-        self._select(gammas[best_g], temperatures[best_t], self.scores_[best_g, best_t])
+        self._select(self.gammas_[best_g], self.temperatures_[best_t], self.scores_[best_g, best_t])
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
@@ -163,10 +178,14 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
                           .reshape(batch.size, gammas.size).T)
         return np.concatenate(scores, axis=1)
 
-    def _fit_line(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
+    def _fit_line(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray,
+                  extend_temperatures: bool):
         ends = np.array([gammas.min(), gammas.max()])
-        self.gammas_, self.temperatures_ = ends, temperatures
-        self.scores_ = self._surface(grid, ends, temperatures)
+        (self.gammas_, temperatures), self.scores_ = grid_search(
+            lambda axes: self._surface(grid, *axes), [ends, temperatures], ["gamma", "temperature"],
+            [None, extend_temperatures], type(self).__name__,
+            best_positions=lambda s: [(i, int(np.argmin(s[i]))) for i in range(s.shape[0])])
+        self.temperatures_ = temperatures
         t_ends = temperatures[np.argmin(self.scores_, axis=1)]
         slope = 0.0 if ends[1] == ends[0] else (t_ends[1] - t_ends[0]) / (ends[1] - ends[0])
         intercept = t_ends[0] - slope * ends[0]

@@ -2,9 +2,12 @@
 
 Two ways to choose ``T``:
 
-* ``criterion="ece"`` is the protocol of the papers' code (Mukhoti et al. 2020, reused by the dual
-  focal loss, AdaFocal and FCL papers): try ``T = 0.1, 0.2, …, 10.0``, keep the first ``T`` with
-  the lowest 15-bin ECE on the validation set (strict ``<`` while scanning upwards).
+* ``criterion="ece"`` (the default) is the protocol of the papers' code (Mukhoti et al. 2020,
+  reused by the dual focal loss, AdaFocal and FCL papers): try ``T = 0.1, 0.2, …, 10.0``, keep
+  the first ``T`` with the lowest 15-bin ECE on the validation set (strict ``<`` while scanning
+  upwards). When the best ``T`` is an end of that default grid, the grid extends
+  geometrically beyond it (:mod:`calibnb.calibration._search`); a grid passed explicitly stays
+  fixed and warns (:class:`~calibnb.calibration.EdgeOfSearchWarning`).
 * ``criterion="nll"`` minimises the validation negative log-likelihood exactly, by bounded scalar
   minimisation over ``log T`` (the NLL is convex in ``1 / T``), as Guo et al. do with L-BFGS.
 """
@@ -12,13 +15,13 @@ Two ways to choose ``T``:
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator
 
 from .._validation import check_choice, check_grid, check_n_bins
 from ..metrics import ece
 from ._base import ClassCountMixin
+from ._search import bounded_log_search, grid_search
 
 #: The papers' temperature grid 0.1, 0.2, …, 10.0 (Mukhoti et al. 2020, ``temperature_scaling.py``).
 PAPER_TEMPERATURES = np.round(np.arange(1, 101) * 0.1, 10)
@@ -33,9 +36,14 @@ class TemperatureScaling(ClassCountMixin, BaseEstimator):
     ----------
     criterion : {"ece", "nll"}
         Validation criterion: the binned ECE over the grid ``temperatures`` (first minimum wins),
-        or the exact NLL minimiser.
+        the papers' protocol and the default, so that the book's temperature scaling is the
+        papers'; or the exact NLL minimiser, Guo et al.'s criterion (a proper score: the choice
+        when the calibrated probabilities feed anything beyond a binned ECE).
     temperatures : 1-D array-like of positive floats, optional
-        The grid for ``criterion="ece"``; defaults to :data:`PAPER_TEMPERATURES`.
+        The grid for ``criterion="ece"``. None (default): :data:`PAPER_TEMPERATURES`, extended
+        geometrically past an end where the best ``T`` lies (up to ``T`` in [1e-4, 1e4]). A grid
+        given, :data:`PAPER_TEMPERATURES` included, stays fixed: a best ``T`` at its end warns
+        (:class:`~calibnb.calibration.EdgeOfSearchWarning`).
     n_bins, binning : int, {"width", "mass"}
         The ECE of the criterion (:func:`calibnb.metrics.ece`); the papers use 15 equal-width
         bins (Mukhoti et al.) or 15 equal-mass bins (AdaFocal, focal temperature scaling).
@@ -46,10 +54,17 @@ class TemperatureScaling(ClassCountMixin, BaseEstimator):
         The fitted temperature.
     scores_ : ndarray of shape (n_temperatures,)
         The validation ECE at each grid temperature (``criterion="ece"`` only).
+    temperatures_ : ndarray of shape (n_temperatures,)
+        The temperatures searched (the grid and its extensions; ``criterion="ece"`` only).
     best_score_ : float
         The validation criterion at ``temperature_``.
     n_classes_ : int
         The number of classes of the fitted logits; ``predict_proba`` refuses any other.
+    n_features_in_, classes_ : int, ndarray
+        The columns of the fitted logits (1 for a binary column), and ``np.arange(n_classes_)``.
+
+    Logits are ``(N, K)``, or one binary column ``(N,)`` / ``(N, 1)``: the logit of class 1,
+    i.e. the logits ``(0, z)``. ``score`` is the negative mean NLL of ``predict_proba``.
 
     Examples
     --------
@@ -77,17 +92,19 @@ class TemperatureScaling(ClassCountMixin, BaseEstimator):
         check_choice(self.criterion, "criterion", ("ece", "nll"))
         check_choice(self.binning, "binning", ("width", "mass"))
         n_bins = check_n_bins(self.n_bins)
+        grid = check_grid(self.temperatures, PAPER_TEMPERATURES, "temperatures", positive=True)
         z, y = self._fit_input(logits, labels)
         if self.criterion == "nll":
             self.temperature_ = nll_temperature(z, y)
             self.best_score_ = softmax_nll(z, y, self.temperature_)
             return self
-        grid = check_grid(self.temperatures, PAPER_TEMPERATURES, "temperatures", positive=True)
-        self.scores_ = np.array(
-            [ece(softmax(z / t, axis=1), y, n_bins, self.binning) for t in grid]
-        )
+        def score(axes):
+            return np.array([ece(softmax(z / t, axis=1), y, n_bins, self.binning) for t in axes[0]])
+
+        (self.temperatures_,), self.scores_ = grid_search(
+            score, [grid], ["temperature"], [self.temperatures is None], type(self).__name__)
         best = int(np.argmin(self.scores_))  # the first minimum, as the papers' strict `<` scan
-        self.temperature_ = float(grid[best])
+        self.temperature_ = float(self.temperatures_[best])
         self.best_score_ = float(self.scores_[best])
         return self
 
@@ -102,11 +119,8 @@ def softmax_nll(z: np.ndarray, y: np.ndarray, temperature: float) -> float:
 
 
 def nll_temperature(z: np.ndarray, y: np.ndarray) -> float:
-    """The temperature minimising :func:`softmax_nll`, by bounded Brent search on ``log T``."""
-    result = minimize_scalar(
-        lambda log_t: softmax_nll(z, y, float(np.exp(log_t))),
-        bounds=LOG_T_BOUNDS,
-        method="bounded",
-        options={"xatol": 1e-10},
-    )
-    return float(np.exp(result.x))
+    """The temperature minimising :func:`softmax_nll`, by bounded Brent search on ``log T`` in
+    :data:`LOG_T_BOUNDS` (a minimiser on a bound warns: the NLL still falls beyond it, as when
+    the logits carry no information about the labels, or predict every label right)."""
+    return bounded_log_search(lambda t: softmax_nll(z, y, t), LOG_T_BOUNDS, LOG_T_BOUNDS,
+                              "TemperatureScaling")

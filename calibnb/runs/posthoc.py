@@ -34,6 +34,8 @@ from .._validation import check_int
 from ..atomic import seal, write_json
 from ..calibration import (
     PAPER_FTS_TEMPERATURES,
+    PAPER_GAMMAS,
+    PAPER_TEMPERATURES,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
@@ -52,13 +54,14 @@ from .sweep import load_config
 #: grid 0.1..10 of Mukhoti et al.; FTS: Komisarenko & Kull's γ × T grid and equal-mass ECE);
 #: ``ts_em`` is TS as the FTS paper fits it for its comparison (FTS's T grid 0.01..5 and
 #: criterion, the equal-mass ECE); ``*_nll`` select by the validation log-loss instead, as the
-#: FTS paper does for its log-loss column.
+#: FTS paper does for its log-loss column. The papers' grids are passed explicitly, so they stay
+#: fixed (the protocol) and a best T or γ at their edge warns instead of extending them.
 METHODS = {
-    "ts": lambda: TemperatureScaling("ece"),
+    "ts": lambda: TemperatureScaling("ece", PAPER_TEMPERATURES),
     "ts_em": lambda: TemperatureScaling("ece", PAPER_FTS_TEMPERATURES, binning="mass"),
     "ts_nll": lambda: TemperatureScaling("nll"),
-    "fts": lambda: FocalTemperatureScaling(),
-    "fts_nll": lambda: FocalTemperatureScaling(criterion="nll"),
+    "fts": lambda: FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES),
+    "fts_nll": lambda: FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES, criterion="nll"),
     "ets": EnsembleTemperatureScaling,
     "spline": SplineCalibration,
     "histogram": HistogramBinning,

@@ -11,16 +11,26 @@ from __future__ import annotations
 from scipy.special import softmax
 
 from .._validation import check_logits, check_n_classes
-from ..calibration import FocalTemperatureScaling, TemperatureScaling
+from ..calibration import (
+    PAPER_FTS_TEMPERATURES,
+    PAPER_GAMMAS,
+    PAPER_TEMPERATURES,
+    FocalTemperatureScaling,
+    TemperatureScaling,
+)
 from ..metrics import calibration_report, ood_auroc
 
 
 def fit_calibrators(
     val_logits, val_labels, n_bins: int = 15, ts_criterion: str = "ece", fts_criterion: str = "ece"
 ) -> tuple[TemperatureScaling, FocalTemperatureScaling]:
-    """Temperature scaling and focal temperature scaling fitted on the validation logits."""
-    ts = TemperatureScaling(criterion=ts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
-    fts = FocalTemperatureScaling(criterion=fts_criterion, n_bins=n_bins).fit(val_logits, val_labels)
+    """Temperature scaling and focal temperature scaling fitted on the validation logits, on the
+    papers' fixed grids (their protocol: a best T or γ at a grid's edge warns, it does not
+    extend the grid)."""
+    ts = TemperatureScaling(criterion=ts_criterion, temperatures=PAPER_TEMPERATURES,
+                            n_bins=n_bins).fit(val_logits, val_labels)
+    fts = FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES, criterion=fts_criterion,
+                                  n_bins=n_bins).fit(val_logits, val_labels)
     return ts, fts
 
 
