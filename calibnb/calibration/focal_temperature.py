@@ -95,7 +95,7 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> logits = rng.normal(scale=3.0, size=(500, 3))
     >>> labels = (logits / 2 + rng.gumbel(size=(500, 3))).argmax(axis=1)  # from softmax(logits / 2)
-    >>> fts = FocalTemperatureScaling(gammas=[0.0, 0.5, 1.0], temperatures=np.linspace(0.1, 4, 40))
+    >>> fts = FocalTemperatureScaling(gammas=[0.0, 0.5, 1.0, 2.0], temperatures=np.linspace(0.1, 4, 40))
     >>> fts.fit(logits, labels).gamma_, round(fts.temperature_, 2)  # lowest 15-bin AdaECE
     (1.0, 3.2)
     >>> fts.predict_proba(logits[:1]).round(3)
