@@ -93,3 +93,14 @@ def test_method_chapters_end_with_exercises_and_hidden_solutions():
         assert text.count(":class: dropdown") >= exercises, f"{page}: every solution hidden until asked for"
         if "## What we verified" in text:  # the exercises close the chapter
             assert text.index("## Exercises") > text.index("## What we verified"), page
+
+
+def test_every_chapter_installs_calibnb_where_it_is_missing():
+    """A chapter opened outside the repository (the Binder button, a downloaded notebook) runs:
+    its first code cell, removed from the page, installs calibnb when it cannot be imported."""
+    import jupytext
+
+    for path in sorted((REPO / "nbs").glob("*.md")):
+        first = next(cell for cell in jupytext.read(path).cells if cell.cell_type == "code")
+        assert "remove-cell" in first.metadata.get("tags", []), path.name
+        assert 'find_spec("calibnb") is None' in first.source and "pip" in first.source, path.name
