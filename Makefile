@@ -56,7 +56,7 @@ publish: $(STAMP)
 # Fast unit and property tests (a few minutes on 2 cores), and the Examples sections of the
 # docstrings of DOCTEST_PACKAGES run as doctests (options in pyproject.toml's pytest section;
 # tests/test_docstring_examples.py requires one for every public function and class).
-DOCTEST_PACKAGES := calibnb/metrics calibnb/calibration calibnb/losses
+DOCTEST_PACKAGES := calibnb/metrics calibnb/calibration calibnb/losses calibnb/calibrate_model.py
 test: $(STAMP)
 	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions and not gpu" \
 	    tests --doctest-modules $(DOCTEST_PACKAGES)

@@ -26,6 +26,7 @@ from calibnb.calibration import (
     IsotonicCalibration,
     SplineCalibration,
     TemperatureScaling,
+    Uncalibrated,
 )
 
 ESTIMATORS = [
@@ -37,6 +38,7 @@ ESTIMATORS = [
     SplineCalibration(n_knots=5),
     HistogramBinning(n_bins=5),
     IsotonicCalibration(),
+    Uncalibrated(),
 ]
 IDS = [type(e).__name__ + str(i) for i, e in enumerate(ESTIMATORS)]
 

@@ -10,6 +10,7 @@ from conftest import REPO
 PACKAGE = REPO / "calibnb"
 LAYERS = [
     {"_validation", "_progress", "_threads", "atomic"},
+    {"user_files"},
     {"metrics", "models", "data", "paper_tables"},
     {"losses", "calibration"},
     {"toy", "synthetic"},
@@ -17,6 +18,7 @@ LAYERS = [
     {"theory", "runs"},
     {"analysis"},
     {"plots", "plots_simplex", "plots_theory"},
+    {"calibrate_model"},
     {"__main__", "__init__"},
 ]
 LEVEL = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -6,6 +6,10 @@
 - :class:`FocalTemperatureScaling`: Komisarenko & Kull (2024), Section 4.2, exact and vectorised.
 - Baselines: :class:`EnsembleTemperatureScaling`, :class:`SplineCalibration`,
   :class:`HistogramBinning`, :class:`IsotonicCalibration`.
+- :class:`Uncalibrated`: the softmax as it is, the reference every calibrator is compared with.
+
+Fitted calibrators are saved and restored as JSON, never pickled: :mod:`.persist`
+(``calibrator_to_json``, ``calibrator_from_json``, ``save_calibrator``, ``load_calibrator``).
 
 Every calibrator is a scikit-learn estimator: ``n_features_in_`` and ``classes_`` set by
 ``fit``, the class count checked by ``predict_proba``, ``score`` the negative mean NLL (so
@@ -27,6 +31,7 @@ from ._base import ProbabilitiesAsLogitsWarning
 from ._search import EdgeOfSearchWarning
 from .focal_map import focal_calibration_map, focal_softmax, log_focal_softmax
 from .focal_temperature import PAPER_FTS_TEMPERATURES, PAPER_GAMMAS, FocalTemperatureScaling
+from .identity import Uncalibrated
 from .temperature import PAPER_TEMPERATURES, TemperatureScaling
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "ProbabilitiesAsLogitsWarning",
     "SplineCalibration",
     "TemperatureScaling",
+    "Uncalibrated",
     "focal_calibration_map",
     "focal_softmax",
     "log_focal_softmax",
