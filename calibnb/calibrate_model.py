@@ -206,7 +206,7 @@ class CalibrationResult:
             figure = Figure(figsize=(4.0, 5.0))
             ax = figure.add_subplot()
             figure.subplots_adjust(bottom=0.32, top=0.9)
-            reliability_diagram(ax, probs, labels, n_bins=self.n_bins, title=f"{name} ({where})")
+            reliability_diagram(probs, labels, ax=ax, n_bins=self.n_bins, title=f"{name} ({where})")
             figures[name] = figure
         return figures
 

@@ -122,7 +122,7 @@ def write_bad(folder, name: str):
     elif name == "labels-out-of-range.npz":
         np.savez(path, logits=LOGITS, labels=LABELS + K)
     elif name == "float-labels.npz":
-        np.savez(path, logits=LOGITS, labels=LABELS.astype(np.float64))
+        np.savez(path, logits=LOGITS, labels=LABELS + 0.5)  # whole-number floats are labels; these are not
     elif name == "nan.npz":
         np.savez(path, logits=np.where(LOGITS > 5, np.nan, LOGITS), labels=LABELS)
     elif name == "string-logits.npz":

@@ -40,7 +40,7 @@ from sklearn.isotonic import IsotonicRegression
 
 from .._validation import check_choice, check_int, check_n_bins
 from ..atomic import write_json
-from ._grid import check_grid
+from .._validation import check_grid
 from .baselines import (
     EnsembleTemperatureScaling,
     HistogramBinning,
@@ -545,7 +545,8 @@ def _histogram_state(state, params, where):
 
 SPECS = {
     "TemperatureScaling": _Spec(
-        {"temperature_": _temperature, "best_score_": _score, "scores_": _scores(1)},
+        {"temperature_": _temperature, "best_score_": _score, "scores_": _scores(1),
+         "temperatures_": _grid(positive=True)},  # the searched grid, once extended at its edge
         ["temperature_"],
         _scaling_params({"criterion": ("ece", "nll"), "binning": ("width", "mass")},
                         {"temperatures": (None, True)})),
