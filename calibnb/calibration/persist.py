@@ -38,9 +38,8 @@ from scipy.interpolate import BSpline
 from sklearn.exceptions import NotFittedError
 from sklearn.isotonic import IsotonicRegression
 
-from .._validation import check_choice, check_int, check_n_bins
+from .._validation import check_choice, check_grid, check_int, check_n_bins
 from ..atomic import write_json
-from .._validation import check_grid
 from .baselines import (
     EnsembleTemperatureScaling,
     HistogramBinning,
