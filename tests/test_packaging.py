@@ -241,3 +241,5 @@ def test_the_built_wheel_installs_alone_in_a_fresh_environment_and_works(tmp_pat
     smoke.write_text((REPO / "tests" / "wheel_smoke.py").read_text())
     out = run([str(python), str(smoke), version], env=env, cwd=tmp_path).stdout
     assert re.search(rf"calibnb {re.escape(version)} from {re.escape(str(venv))}\S*/calibnb: ECE", out), out
+    assert re.search(r"calibrate chose \w+ in [\d.]+ s", out), out
+    print(out)  # with -s: the smoke test's timing of `python -m calibnb calibrate`

@@ -11,7 +11,11 @@ non-zero (an AssertionError or an ImportError) if anything is missing or wrong.
 """
 
 import importlib.util
+import json
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +57,23 @@ def main(expected_version: str) -> None:
     for name in list_predictions():
         network_logits, network_labels = load_predictions(name)
         assert network_logits.shape[0] == network_labels.shape[0] == 10_000, name
+
+    # The front door on a shipped network saved as a user saves theirs: `python -m calibnb calibrate`
+    # on a calibration half with a test half, then `apply` of the saved calibrator.
+    network_logits, network_labels = load_predictions("cifar10-wideresnet-16-4")
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        np.savez(folder / "cal.npz", logits=network_logits[::2], labels=network_labels[::2])
+        np.savez(folder / "test.npz", logits=network_logits[1::2], labels=network_labels[1::2])
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "calibnb", "calibrate", str(folder / "cal.npz"),
+                        "--test", str(folder / "test.npz"), "--out", str(folder / "report")], check=True)
+        seconds = time.perf_counter() - started
+        report = json.loads((folder / "report" / "table.json").read_text())
+        subprocess.run([sys.executable, "-m", "calibnb", "apply", str(folder / "report" / "calibrator.json"),
+                        str(folder / "test.npz"), "--out", str(folder / "probs.npy")], check=True)
+        assert np.load(folder / "probs.npy").shape == (5000, 10)
+    print(f"calibrate chose {report['chosen']} in {seconds:.1f} s")
 
     present = [name for name in NOT_RUNTIME if importlib.util.find_spec(name) is not None]
     assert not present, f"the runtime dependencies brought in {present}"
