@@ -8,7 +8,7 @@
   :class:`HistogramBinning`, :class:`IsotonicCalibration`.
 - :class:`Uncalibrated`: the softmax as it is, the reference every calibrator is compared with.
 
-Fitted calibrators are saved and restored as JSON, never pickled: :mod:`.persist`
+Fitted calibrators are saved and restored as JSON, never pickled: ``calibnb.calibration.persist``
 (``calibrator_to_json``, ``calibrator_from_json``, ``save_calibrator``, ``load_calibrator``).
 
 Every calibrator is a scikit-learn estimator: ``n_features_in_`` and ``classes_`` set by
