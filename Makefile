@@ -53,11 +53,12 @@ publish: $(STAMP)
 	test -f _build/html/index.html || { echo "error: run 'make book' first" >&2; exit 2; }
 	$(BIN)/ghp-import -n -p -f _build/html
 
-# Fast unit and property tests (a few minutes on 2 cores), and the Examples sections of the
+# Fast unit and property tests (a few minutes on 2 cores; the training tests read Fashion-MNIST,
+# so `data` finds or fetches it first, as for the book), and the Examples sections of the
 # docstrings of DOCTEST_PACKAGES run as doctests (options in pyproject.toml's pytest section;
 # tests/test_docstring_examples.py requires one for every public function and class).
 DOCTEST_PACKAGES := calibnb/metrics calibnb/calibration calibnb/losses calibnb/calibrate_model.py
-test: $(STAMP)
+test: $(STAMP) data
 	$(PYTEST) -n 2 -m "not slow and not notebooks and not browser and not transcriptions and not gpu" \
 	    tests --doctest-modules $(DOCTEST_PACKAGES)
 
