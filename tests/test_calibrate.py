@@ -504,7 +504,7 @@ def test_a_mutated_document_is_refused_by_name_or_restores_a_working_calibrator(
         parent[path[-1]] = value
     try:
         restored = calibrator_from_json(document, where="c.json")
-    except ValueError as error:
+    except (ValueError, TypeError) as error:  # a bad value or a value of the wrong type, named
         assert str(error).startswith("c.json"), error
         return
     probs = restored.predict_proba(np.random.default_rng(0).normal(size=(5, restored.n_classes_)))
@@ -536,3 +536,15 @@ def test_the_choice_on_a_shipped_cifar_network_holds_on_its_test_half():
         if criterion == "nll":
             assert best.cv_mean - best.cv_std <= best.test, (criterion, best)
         assert best.test < table.loc["uncalibrated", "test"] * (0.8 if criterion == "nll" else 0.2)  # no calibration
+
+
+def test_a_binary_one_column_calibrator_round_trips_and_a_wrong_class_count_is_refused():
+    rng = np.random.default_rng(0)
+    z, y = rng.normal(size=200), rng.integers(0, 2, 200)
+    fitted = TemperatureScaling("nll").fit(z, y)  # one column: the logit of class 1
+    document = json.loads(json.dumps(calibrator_to_json(fitted)))
+    restored = calibrator_from_json(document, where="c.json")
+    np.testing.assert_allclose(restored.predict_proba(z), fitted.predict_proba(z), atol=1e-12)
+    document["fitted"]["n_features_in_"] = 3
+    with pytest.raises(ValueError, match=r"c.json: fitted.n_features_in_ is 3, but n_classes_ is 2"):
+        calibrator_from_json(document, where="c.json")

@@ -276,6 +276,7 @@ def calibrator_from_json(document, where: str = "calibrator"):
         check = spec.attributes.get(key) or GENERIC[key]
         state[key] = check(_decode(value, f"{where}: fitted.{key}"), f"{where}: fitted.{key}")
     spec.check_state(state, decoded, f"{where}: fitted.")
+    _check_class_count(state, f"{where}: fitted.")
     for key, value in state.items():
         setattr(estimator, key, value)
     _check_prediction(estimator, where)
@@ -582,9 +583,23 @@ def _classes(value, where):
 GENERIC = {"n_features_in_": lambda v, w: check_int(v, w, minimum=1), "classes_": _classes}
 
 
+def _check_class_count(state: dict, where: str) -> None:
+    """scikit-learn's ``n_features_in_`` and ``classes_`` agree with the class count fitted (one
+    column, ``n_features_in_ = 1``, is binary logits: two classes)."""
+    k = state.get("n_classes_")
+    if k is None:
+        return
+    features = state.get("n_features_in_", k)
+    if features != k and (features, k) != (1, 2):
+        raise ValueError(f"{where}n_features_in_ is {features}, but n_classes_ is {k}")
+    if "classes_" in state and not np.array_equal(state["classes_"], np.arange(k)):
+        raise ValueError(f"{where}classes_ must be 0..{k - 1} (n_classes_ is {k})")
+
+
 def _check_prediction(estimator, where: str) -> None:
     """The restored calibrator maps a probe of logits to finite probabilities."""
-    probe = np.linspace(-3.0, 3.0, 4 * estimator.n_classes_).reshape(4, estimator.n_classes_)
+    columns = getattr(estimator, "n_features_in_", estimator.n_classes_)  # 1: binary logits
+    probe = np.linspace(-3.0, 3.0, 4 * columns).reshape(4, columns)
     probe[1] = 0.0
     with np.errstate(all="ignore"):
         probs = estimator.predict_proba(probe)
