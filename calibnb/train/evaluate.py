@@ -8,10 +8,13 @@ calls it on the float16-rounded logits that it stores, so anyone can recompute a
 
 from __future__ import annotations
 
+import warnings
+
 from scipy.special import softmax
 
 from .._validation import check_logits, check_n_classes
 from ..calibration import (
+    EdgeOfSearchWarning,
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
@@ -27,10 +30,12 @@ def fit_calibrators(
     """Temperature scaling and focal temperature scaling fitted on the validation logits, on the
     papers' fixed grids (their protocol: a best T or γ at a grid's edge warns, it does not
     extend the grid)."""
-    ts = TemperatureScaling(criterion=ts_criterion, temperatures=PAPER_TEMPERATURES,
-                            n_bins=n_bins).fit(val_logits, val_labels)
-    fts = FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES, criterion=fts_criterion,
-                                  n_bins=n_bins).fit(val_logits, val_labels)
+    with warnings.catch_warnings():  # the protocol's grids are fixed: an optimum on an edge is its result
+        warnings.simplefilter("ignore", EdgeOfSearchWarning)
+        ts = TemperatureScaling(criterion=ts_criterion, temperatures=PAPER_TEMPERATURES,
+                                n_bins=n_bins).fit(val_logits, val_labels)
+        fts = FocalTemperatureScaling(PAPER_GAMMAS, PAPER_FTS_TEMPERATURES, criterion=fts_criterion,
+                                      n_bins=n_bins).fit(val_logits, val_labels)
     return ts, fts
 
 
