@@ -35,6 +35,7 @@ after every temporary file was removed; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -150,6 +151,31 @@ def _terminate(signum, frame):
     raise Terminated()
 
 
+def _import(*modules: str) -> None:
+    """Import ``modules`` with Ctrl-C and SIGTERM held until they are loaded, then act on them.
+
+    A signal handled in the middle of a compiled extension's import can abort the process
+    (importing torch, pybind11 turns the ``KeyboardInterrupt`` into ``std::terminate``), or,
+    inside an ``exec`` of a string (scipy's array-API shim does one), leave CPython set to kill
+    itself with SIGINT at exit whatever ``main`` returns; held, it becomes ``error: interrupted``
+    once the imports are done (a second or two at most). A Ctrl-C the shell ignores stays ignored."""
+    held: list[int] = []
+    hold = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, handler in hold.items():
+        if handler not in (signal.SIG_IGN, None):
+            signal.signal(sig, lambda signum, frame: held.append(signum))
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    finally:
+        for sig, handler in hold.items():
+            signal.signal(sig, handler)
+    if signal.SIGTERM in held:
+        raise Terminated()
+    if held:
+        raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; a user's mistake prints ``error: …`` on stderr and returns 2 (the
     traceback only with ``--debug``); Ctrl-C returns 130 and SIGTERM 143."""
@@ -193,6 +219,7 @@ def _command(args) -> int:
     if args.command == "fetch":
         import logging
 
+        _import("calibnb.data")
         from calibnb.data import fetch_dataset
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -205,10 +232,12 @@ def _command(args) -> int:
         return _apply(args)
 
     if args.command == "posthoc":
+        _import("calibnb.runs.posthoc")
         from calibnb.runs.posthoc import posthoc
 
         return _print_lines(lambda: map(str, posthoc(args.config, jobs=args.jobs)))
 
+    _import("calibnb.runs", "papermill", "jupyter_client.manager")
     from calibnb import runs
 
     if args.command == "run":
@@ -263,9 +292,11 @@ def _calibrate(args) -> int:
         raise ValueError(f"{args.test}: {test[0].shape[1]} classes, but {args.logits} has {logits.shape[1]}")
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"{args.out}: exists and is not a folder")
+    _import("matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")  # figures go to files; no display is needed or opened
+    _import("calibnb.calibrate_model")
     from calibnb.calibrate_model import calibrate
 
     result = calibrate(logits, labels, *test, calibrators=args.calibrators, criterion=args.criterion,
@@ -278,6 +309,7 @@ def _calibrate(args) -> int:
 
 def _apply(args) -> int:
     _quiet_spin_waits()
+    _import("calibnb.calibration.persist")
     import numpy as np
 
     from calibnb.atomic import atomic_path

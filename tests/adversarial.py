@@ -299,11 +299,18 @@ def name_case(*spellings: dict):
     return case
 
 
+def _default_signals() -> None:
+    """The run starts with Ctrl-C and SIGTERM at their defaults, however the tests were started (a
+    background job of a non-interactive shell ignores SIGINT, and Python keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def signal_case(sig: int, seconds: float):
     def case(c):
         process = subprocess.Popen([sys.executable, "-m", "calibnb", "run", c.notebook, *TINY, "--out", "K"],
                                    cwd=c.scratch, env=c.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True, start_new_session=True)
+                                   text=True, start_new_session=True, preexec_fn=_default_signals)
         time.sleep(seconds)
         if sig == signal.SIGINT:
             os.killpg(process.pid, sig)  # Ctrl-C in a terminal: the whole foreground group, kernel included
