@@ -33,14 +33,16 @@ def module_that_signals(tmp_path, monkeypatch):
 @pytest.mark.parametrize("sig, raised", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
 def test_a_signal_during_an_import_is_held_until_the_import_ends(module_that_signals, sig, raised):
     name = module_that_signals(sig)
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Terminated()))
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),  # as in a terminal
+                signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(Terminated()))}
     try:
         with pytest.raises(raised) as caught:
             _import(name)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     assert sys.modules[name].FINISHED and type(caught.value) is raised
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
 
 
 def test_an_ignored_ctrl_c_stays_ignored_during_an_import(module_that_signals):
