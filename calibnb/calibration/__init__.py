@@ -6,6 +6,8 @@
 - :class:`FocalTemperatureScaling`: Komisarenko & Kull (2024), Section 4.2, exact and vectorised.
 - Baselines: :class:`EnsembleTemperatureScaling`, :class:`SplineCalibration`,
   :class:`HistogramBinning`, :class:`IsotonicCalibration`.
+- :class:`BayesianBinningQuantiles`: BBQ, Naeini, Cooper & Hauskrecht (2015), histogram-binning
+  models averaged by their Bayesian score, on the top-label confidence.
 - :class:`Uncalibrated`: the softmax as it is, the reference every calibrator is compared with.
 
 Fitted calibrators are saved and restored as JSON, never pickled: ``calibnb.calibration.persist``
@@ -28,6 +30,7 @@ from .baselines import (
     SplineCalibration,
 )
 from ._base import ProbabilitiesAsLogitsWarning
+from .bbq import BayesianBinningQuantiles
 from ._search import EdgeOfSearchWarning
 from .focal_map import focal_calibration_map, focal_softmax, log_focal_softmax
 from .focal_temperature import PAPER_FTS_TEMPERATURES, PAPER_GAMMAS, FocalTemperatureScaling
@@ -38,6 +41,7 @@ __all__ = [
     "PAPER_FTS_TEMPERATURES",
     "PAPER_GAMMAS",
     "PAPER_TEMPERATURES",
+    "BayesianBinningQuantiles",
     "EdgeOfSearchWarning",
     "EnsembleTemperatureScaling",
     "FocalTemperatureScaling",

@@ -37,6 +37,9 @@ from ._search import TEMPERATURE_CAP, bounded_log_search
 #: below it by this relative margin, far above the metrics' tie tolerance (1e-12), so the
 #: predicted class never changes.
 TOP_MARGIN = 1e-9
+#: The top-label recalibrators take the softmax of this many logits at a time (a block of rows,
+#: 32 MB in float64), so 50,000 × 1,000 logits need no full-size temporary besides the output.
+BLOCK_ENTRIES = 2**22
 #: The first search interval of ``log T`` of :class:`EnsembleTemperatureScaling`, widened
 #: (up to the temperature cap) when the optimum lies on a bound.
 ETS_LOG_T_BOUNDS = (-5.0, 5.0)
@@ -104,6 +107,23 @@ def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
     return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
 
 
+def row_blocks(n: int, k: int) -> list[slice]:
+    """Slices of rows of an ``(n, k)`` matrix holding about :data:`BLOCK_ENTRIES` entries each."""
+    step = max(1, BLOCK_ENTRIES // max(k, 1))
+    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+
+def top_label_confidence(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(confidence, predicted class)`` of each row of logits ``z``: the softmax's top
+    probability and :func:`calibnb.metrics.toplabel.predicted_class`, a block of rows at a time."""
+    conf, top = np.empty(z.shape[0]), np.empty(z.shape[0], dtype=np.int64)
+    for rows in row_blocks(*z.shape):
+        p = softmax(z[rows], axis=1)
+        top[rows] = predicted_class(p)
+        conf[rows] = p[np.arange(p.shape[0]), top[rows]]
+    return conf, top
+
+
 class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
     """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring), which
     also set ``n_classes_``, ``n_features_in_`` and ``classes_`` (logits may be one binary
@@ -111,13 +131,19 @@ class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels):
         z, y = self._fit_input(logits, labels)
-        p = softmax(z, axis=1)
-        top = predicted_class(p)
-        self._fit_top(p[np.arange(p.shape[0]), top], (top == y).astype(np.float64))
+        conf, top = top_label_confidence(z)
+        self._fit_top(conf, (top == y).astype(np.float64))
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        p = softmax(self._predict_input(logits, self._FITTED), axis=1)
+        z = self._predict_input(logits, self._FITTED)
+        out = np.empty(z.shape)
+        for rows in row_blocks(*z.shape):
+            out[rows] = self._recalibrate(softmax(z[rows], axis=1))
+        return out
+
+    def _recalibrate(self, p: np.ndarray) -> np.ndarray:
+        """The probabilities ``p`` (a block of rows) with the top class's confidence recalibrated."""
         n, k = p.shape
         rows, top = np.arange(n), predicted_class(p)
         conf = p[rows, top]
