@@ -23,6 +23,7 @@ import calibnb
 from calibnb import calibration
 from calibnb.calibrate_model import CRITERIA, NAMES, CalibrationResult, calibrate, default_calibrators
 from calibnb.calibration import (
+    BayesianBinningQuantiles,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
@@ -332,6 +333,8 @@ FITTED = [
     IsotonicCalibration(),
     SplineCalibration(),
     SplineCalibration(n_knots=3),
+    BayesianBinningQuantiles(),
+    BayesianBinningQuantiles(prior_strength=0.5, range_factor=2.0),
 ]
 IDS = [f"{type(e).__name__}{i}" for i, e in enumerate(FITTED)]
 
@@ -437,6 +440,16 @@ def edit(document: dict, path: str, value) -> dict:
     (HistogramBinning(), "params.n_bins", 14, "edges_ and bin_accuracy_ must have n_bins"),
     (HistogramBinning(), "fitted.bin_accuracy_.data", [2.0] * 15, "bin_accuracy_ must be <= 1"),
     (SplineCalibration(), "fitted.spline_.k", 2, "cubic"),
+    (BayesianBinningQuantiles(), "params.prior_strength", 0.0, "params.prior_strength must be > 0"),
+    (BayesianBinningQuantiles(), "params.range_factor", "10", "range_factor must be a real number"),
+    # 425 samples: models of 1 to 85 bins
+    (BayesianBinningQuantiles(), "fitted.model_weights_.data", [1.0] + [0.0] * 84, "softmax of log_marginal"),
+    (BayesianBinningQuantiles(), "fitted.n_bins_.data", list(range(85, 0, -1)), "consecutive whole bin counts"),
+    (BayesianBinningQuantiles(), "fitted.log_marginal_likelihood_.data", [1.0] * 85, "each <= 0"),
+    (BayesianBinningQuantiles(), "fitted.bin_probability_", {"type": "ndarray", "dtype": "float64", "shape": [1],
+                                                             "data": [0.5]}, "one entry a cell"),
+    (BayesianBinningQuantiles(), "fitted.edges_", {"type": "ndarray", "dtype": "float64", "shape": [2],
+                                                   "data": [0.0, 0.5]}, "from 0 to 1"),
     (SplineCalibration(), "fitted.spline_.c.data", [0.0], "does not have the shape"),
     (IsotonicCalibration(), "fitted.isotonic_.params.out_of_bounds", "raise", "params must be those"),
     (IsotonicCalibration(), "fitted.isotonic_.fitted.increasing_", False, "increasing_ true"),
@@ -478,6 +491,7 @@ def leaf_paths(node, prefix=()):
 
 
 DOCUMENTS = [good_document(e) for e in (TemperatureScaling(), EnsembleTemperatureScaling(), HistogramBinning(),
+                                        BayesianBinningQuantiles(),
                                         IsotonicCalibration(), SplineCalibration(), Uncalibrated(),
                                         FocalTemperatureScaling(gammas=[0.0, 1.0], temperatures=[1.0, 2.0]))]
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**20), st.floats(allow_nan=False, width=64),

@@ -25,6 +25,7 @@ from calibnb.calibration import (
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
+    BayesianBinningQuantiles,
     EdgeOfSearchWarning,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
@@ -49,6 +50,7 @@ CALIBRATORS = [
     SplineCalibration(),
     HistogramBinning(),
     IsotonicCalibration(),
+    BayesianBinningQuantiles(),
 ]
 IDS = [f"{type(c).__name__}({', '.join(f'{k}={v!r}' for k, v in c.get_params().items())})"
        for c in CALIBRATORS]
@@ -175,7 +177,8 @@ def test_a_scorer_selects_hyper_parameters_in_a_grid_search():
 # ---- the top-label recalibrators keep the predicted class ------------------------------------
 
 
-@pytest.mark.parametrize("cls", [SplineCalibration, HistogramBinning, IsotonicCalibration])
+@pytest.mark.parametrize("cls", [SplineCalibration, HistogramBinning, IsotonicCalibration,
+                                 BayesianBinningQuantiles])
 def test_the_top_label_recalibrators_never_change_the_predicted_class(cls):
     """Before the fix, a new confidence clipped to 1/K made the row uniform and the tie went to
     the first class: 3 of 500 rows changed with IsotonicCalibration, 1 with SplineCalibration."""

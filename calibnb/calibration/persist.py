@@ -22,7 +22,7 @@ exactly what the saved one did.
 Restoring trusts nothing: the envelope's keys, the class, every hyper-parameter (the checks the
 class's ``fit`` makes), every fitted attribute (the names the class sets, and for each its type,
 shape and range: a positive temperature, weights on the simplex, sorted bin edges, thresholds in
-[0, 1], a consistent spline), and at last a prediction on a probe, which must be finite
+[0, 1], a consistent spline, BBQ's model weights the softmax of its scores), and at last a prediction on a probe, which must be finite
 probabilities. Each refusal is a ``ValueError`` naming the file (or ``where``) and the key.
 """
 
@@ -35,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 from scipy.interpolate import BSpline
+from scipy.special import softmax
 from sklearn.exceptions import NotFittedError
 from sklearn.isotonic import IsotonicRegression
 
-from .._validation import check_choice, check_grid, check_int, check_n_bins
+from .._validation import MAX_BINS, check_choice, check_grid, check_int, check_n_bins, check_real
 from ..atomic import write_json
 from .baselines import (
     EnsembleTemperatureScaling,
@@ -46,6 +47,7 @@ from .baselines import (
     IsotonicCalibration,
     SplineCalibration,
 )
+from .bbq import BayesianBinningQuantiles
 from .focal_temperature import FocalTemperatureScaling
 from .identity import Uncalibrated
 from .temperature import TemperatureScaling
@@ -57,7 +59,7 @@ FORMAT, FORMAT_VERSION = "calibnb-calibrator", 1
 #: The classes a calibrator file may name, by name.
 CALIBRATORS = {cls.__name__: cls for cls in (
     TemperatureScaling, FocalTemperatureScaling, EnsembleTemperatureScaling, HistogramBinning,
-    IsotonicCalibration, SplineCalibration, Uncalibrated)}
+    IsotonicCalibration, SplineCalibration, BayesianBinningQuantiles, Uncalibrated)}
 ENVELOPE = ("format", "format_version", "calibnb", "class", "params", "fitted")
 #: The dtypes an array may have in a calibrator file.
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
@@ -543,6 +545,31 @@ def _histogram_state(state, params, where):
                          f"n_bins entries, got {edges.size} and {accuracy.size}")
 
 
+def _bbq_params(params, where):
+    check_real(params["prior_strength"], f"{where}prior_strength", minimum=0.0, strict_minimum=True)
+    check_real(params["range_factor"], f"{where}range_factor", minimum=1.0)
+
+
+def _bbq_state(state, params, where):
+    """One weight and one log marginal likelihood per model, the weights their softmax (within
+    rounding); the averaged map's edges strictly increasing from 0 to 1, one probability a cell."""
+    counts, weights, log_ml = state["n_bins_"], state["model_weights_"], state["log_marginal_likelihood_"]
+    if (counts != np.round(counts)).any() or (counts < 1).any() or (np.diff(counts) != 1).any():
+        raise ValueError(f"{where}n_bins_ must be consecutive whole bin counts >= 1")
+    if not weights.size == log_ml.size == counts.size:
+        raise ValueError(f"{where}n_bins_, model_weights_ and log_marginal_likelihood_ must have one entry a "
+                         f"model, got {counts.size}, {weights.size} and {log_ml.size}")
+    if (log_ml > 1e-9).any() or np.abs(weights - softmax(log_ml)).max() > 1e-9:
+        raise ValueError(f"{where}model_weights_ must be the softmax of log_marginal_likelihood_ (each <= 0)")
+    edges, probability = state["edges_"], state["bin_probability_"]
+    if edges[0] != 0.0 or edges[-1] != 1.0 or (np.diff(edges) <= 0).any():
+        raise ValueError(f"{where}edges_ must increase strictly from 0 to 1")
+    if probability.size != edges.size - 1:
+        raise ValueError(f"{where}bin_probability_ must have one entry a cell of edges_ ({edges.size - 1}), "
+                         f"got {probability.size}")
+    state["n_bins_"] = counts.astype(np.int64)
+
+
 SPECS = {
     "TemperatureScaling": _Spec(
         {"temperature_": _temperature, "best_score_": _score, "scores_": _scores(1),
@@ -570,6 +597,14 @@ SPECS = {
         {"spline_": _spline,
          "sorted_conf_": lambda v, w: _array(v, w, low=0.0, high=1.0, sorted_=True, min_size=1)},
         ["spline_", "sorted_conf_"], _scaling_params({}, {}, more=[("n_knots", 2)])),
+    "BayesianBinningQuantiles": _Spec(
+        {"n_bins_": lambda v, w: _array(v, w, low=1.0, high=MAX_BINS, min_size=1),
+         "log_marginal_likelihood_": lambda v, w: _array(v, w, min_size=1),
+         "model_weights_": lambda v, w: _array(v, w, low=0.0, high=1.0, min_size=1),
+         "edges_": lambda v, w: _array(v, w, low=0.0, high=1.0, sorted_=True, min_size=2),
+         "bin_probability_": lambda v, w: _array(v, w, low=0.0, high=1.0, min_size=1)},
+        ["n_bins_", "log_marginal_likelihood_", "model_weights_", "edges_", "bin_probability_"],
+        _bbq_params, _bbq_state),
     "Uncalibrated": _Spec({}, []),
 }
 
