@@ -154,7 +154,7 @@ def test_ties_confidences_of_one_and_a_single_sample():
     bbq = BayesianBinningQuantiles().fit(sharp, np.array([0, 0, 1, 1] * 10))
     assert np.isfinite(bbq.log_marginal_likelihood_).all() and bbq.edges_[-1] == 1.0
     assert np.isfinite(bbq.predict_proba(sharp * 10)).all()
-    one = BayesianBinningQuantiles().fit([[1.0, 0.0, 0.0]], [0])
+    one = BayesianBinningQuantiles().fit([[2.0, 0.0, 0.0]], [0])
     np.testing.assert_allclose(one.bin_probability_, [(1 + 2.0 * 0.5) / 3])
 
 
