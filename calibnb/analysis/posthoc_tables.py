@@ -40,6 +40,7 @@ METHOD_NAMES = {
     "spline": "spline",
     "histogram": "histogram binning",
     "isotonic": "isotonic",
+    "bbq": "BBQ",
 }
 
 _ARCHITECTURES = {"wideresnet-16-4": "WRN-16-4", "lenet-5": "LeNet-5", "densenet-bc-100": "DenseNet-BC-100"}

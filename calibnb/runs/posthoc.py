@@ -36,6 +36,7 @@ from ..calibration import (
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
+    BayesianBinningQuantiles,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
@@ -66,6 +67,7 @@ METHODS = {
     "spline": SplineCalibration,
     "histogram": HistogramBinning,
     "isotonic": IsotonicCalibration,
+    "bbq": BayesianBinningQuantiles,
 }
 CONFIG_KEYS = {"out_root", "networks", "splits"}
 #: The fitted state a run stores per method (where the method has it), by its name in ``params``.
