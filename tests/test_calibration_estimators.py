@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from calibnb.calibration import (
+    BayesianBinningQuantiles,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
@@ -38,6 +39,7 @@ ESTIMATORS = [
     SplineCalibration(n_knots=5),
     HistogramBinning(n_bins=5),
     IsotonicCalibration(),
+    BayesianBinningQuantiles(),
     Uncalibrated(),
 ]
 IDS = [type(e).__name__ + str(i) for i, e in enumerate(ESTIMATORS)]
