@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --epochs) epochs=$2; shift 2 ;;
         --cpu-smoke) smoke=true; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
