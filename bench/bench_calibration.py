@@ -468,7 +468,7 @@ def main(argv=None) -> int:
     print(table(ops, sizes, f"peak memory at {fmt_size(sizes[-1])}", args.markdown))
     for label, why in sorted({(op.peer.label, op.peer.why) for op in ops if op.peer.fit is None}):
         print(f"not installed: {label}: {why}")
-    if TU_POST is None:
+    if any(op.peer.fit is tu_loop_inline for op in ops):
         print(f"* TorchUncertainty does not import ({TU_WHY}): its TemperatureScaler's fit loop run inline")
     print()
     if args.only and not re.search(args.only, "FTS cold warm line grid"):
