@@ -28,6 +28,8 @@ Run: ``.venv/bin/python bench/bench_calibration.py [--quick] [--sizes 5000x10,..
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import os
@@ -137,7 +139,8 @@ def tu_scaler(name: str, **kwargs) -> Callable:
 def netcal_top_label(name: str, **kwargs) -> Callable:
     def fit(z, y):
         conf, correct = top_label(z, y)
-        getattr(NETCAL, name)(**kwargs).fit(conf, correct)
+        with contextlib.redirect_stdout(io.StringIO()):  # ENIR prints its progress
+            getattr(NETCAL, name)(**kwargs).fit(conf, correct)
     return fit
 
 
