@@ -9,7 +9,7 @@ MATHJAX_VERSION := 3.2.2
 MATHJAX_SHA256  := 1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09
 MATHJAX         := _mathjax/mathjax/es5/tex-mml-chtml.js
 
-.PHONY: install data book publish test test-slow test-transcriptions test-browser test-gpu test-all bench gpu-protocol gpu-data gpu-wheels freeze clean
+.PHONY: install data book publish test test-slow test-transcriptions test-browser test-gpu test-all bench bench-peers gpu-protocol gpu-data gpu-wheels freeze clean
 
 install: $(STAMP)
 
@@ -83,8 +83,23 @@ test-gpu: $(STAMP)
 
 test-all: test test-slow test-browser
 
+# Every benchmark; bench_calibration.py (the score against netcal, TorchUncertainty and
+# torchmetrics) in its --quick mode, with .venv-bench's Python when `make bench-peers` made it
+# (else its peers' columns say "not installed"). The full table: `$(BENCH_PY) bench/bench_calibration.py`.
+BENCH_VENV := .venv-bench
+BENCH_PY = $(if $(wildcard $(BENCH_VENV)/bin/python),$(BENCH_VENV)/bin/python,$(BIN)/python)
 bench: $(STAMP)
-	@for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+	@for script in bench/bench_*.py; do echo "== $$script"; \
+	    if [ $$script = bench/bench_calibration.py ]; then PYTHONPATH=$(CURDIR) $(BENCH_PY) $$script --quick || exit 1; \
+	    else $(BIN)/python $$script || exit 1; fi; done
+
+# The benchmark's peers (requirements-bench.txt) in their own venv, .venv-bench, which sees the
+# project's .venv (its packages and editable calibnb, after its own) through a .pth file: nothing is added to .venv, runtime or test requirements.
+bench-peers: $(STAMP) requirements-bench.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BIN)/python -c 'import sysconfig; print("import site; site.addsitedir(%r)" % sysconfig.get_paths()["purelib"])' > \
+	    "$$($(BENCH_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/calibnb-venv.pth"
+	$(BENCH_VENV)/bin/python -m pip install --quiet -r requirements-bench.txt
 
 # The GPU protocol (bench/gpu_protocol.sh): tests, benchmark and a real run on a CUDA GPU, results
 # under results/gpu/. For a GPU machine without network, first run `make gpu-data gpu-wheels` here

@@ -6,6 +6,9 @@
 #      host reads per step and the model-FLOPs utilisation (then again with torch.compile);
 #   3. bench/gpu_run.py: ResNet-50 on Fashion-MNIST with cross-entropy, focal loss, dual focal loss
 #      and AdaFocal, until over-confident;
+#   4. bench/bench_calibration.py --device cuda: TS (ECE grid, NLL), FTS (paper grid) and the ECE
+#      at 50k × 1000 on CUDA tensors (a calibrator that does not take them runs on the host, so
+#      labelled);
 # and writes everything under results/gpu/ (or --out) with the device's name and torch's version.
 #
 # It needs no network and no install step: Python with a CUDA build of torch (2.1 or newer),
@@ -16,7 +19,8 @@
 #
 # Usage: bench/gpu_protocol.sh [--out DIR] [--epochs N] [--cpu-smoke]
 #   --cpu-smoke  the same steps on the CPU at a tiny size (CI runs it): the host-read tests
-#                instead of the CUDA ones, one timed bench step, one epoch of a small CNN.
+#                instead of the CUDA ones, one timed bench step, one epoch of a small CNN,
+#                the calibration line at 500 × 10 on CPU tensors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --epochs) epochs=$2; shift 2 ;;
         --cpu-smoke) smoke=true; shift ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -89,6 +93,8 @@ if [ "$smoke" = true ]; then
     "$python" bench/bench_train.py --steps 1 2>&1 | tee "$out/bench.txt"
     say "3. the real run, shrunk: one epoch of a small CNN on 256 images"
     "$python" bench/gpu_run.py --out "$out" --device cpu --model small_cnn --epochs 1 --train-size 256
+    say "4. calibration on device tensors (reduced size, CPU tensors)"
+    "$python" bench/bench_calibration.py --device cpu --sizes 500x10 --repeats 1 2>&1 | tee "$out/calibration.txt"
 else
     say "1. the gpu tests: no synchronisation in a training step"
     "$python" -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py 2>&1 | tee "$out/tests.txt"
@@ -98,6 +104,8 @@ else
         || echo "torch.compile failed on this machine (the eager numbers above stand)"
     say "3. the real run: ResNet-50 on Fashion-MNIST, $epochs epochs per loss"
     "$python" bench/gpu_run.py --out "$out" --device cuda --epochs "$epochs"
+    say "4. calibration on the device: TS, FTS and ECE at 50k x 1000 on CUDA tensors"
+    "$python" bench/bench_calibration.py --device cuda --sizes 50000x1000 2>&1 | tee "$out/calibration.txt"
 fi
 say "done: $out"
 ls "$out"

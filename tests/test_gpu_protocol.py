@@ -29,6 +29,8 @@ def test_the_protocol_runs_on_the_cpu_at_a_reduced_size(tmp_path):
     assert "passed" in (tmp_path / "tests.txt").read_text()
     bench = (tmp_path / "bench.txt").read_text()
     assert "ratio (b) / (a)" in bench and "0 host reads per step" in bench
+    calibration = (tmp_path / "calibration.txt").read_text()
+    assert all(f"  {line}: " in calibration for line in ("TS, ECE grid", "TS, NLL", "FTS, paper grid", "ECE (15 bins)"))
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert [run["loss"] for run in summary["runs"]] == ["cross_entropy", "focal_loss", "dual_focal_loss", "adafocal"]
     for run in summary["runs"]:

@@ -1,0 +1,124 @@
+"""Benchmark: the paper's full focal-temperature-scaling grid on CIFAR-100-sized validation logits.
+
+9 γ × 500 T = 4,500 candidates, each scored by the 15-bin equal-mass ECE on logits of shape
+(5000, 100). The baseline is the straightforward numpy loop: for every (γ, T), the full
+probabilities ``focal_softmax(z, γ, T)`` (softmax and focal map; Eq. (1) written out plainly
+returns NaN at small T, where the softmax saturates) and the equal-mass ECE
+(``calibnb.metrics.ece``), all recomputed from scratch. It is timed on a spread subset of
+candidates and extrapolated to the full grid; the fast path's scores on that subset are checked
+against it.
+
+The fit runs its kernel through ``torch.compile``. The compilation is timed on its own line and
+not in the fit: it is paid once per Python process (the first large fit; later fits reuse it),
+and timing it separately keeps the fit's time comparable across runs whether or not PyTorch's
+on-disk cache is warm. The next line gives what a fresh process pays for its first
+fit, compilation included.
+
+The last lines check ``COMPILE_ABOVE``, the size from which ``FocalGrid`` compiles its kernel:
+on the paper's grid with 10 and 100 classes (below and above the threshold), the compiled
+kernel's time, compilation included, as a ratio of the eager kernel's (the ECE, the same for
+both, left out). Below 1 compiling pays; the threshold is right where the 10-class ratio is
+above 1 and the 100-class one below.
+
+Run: ``.venv/bin/python bench/bench_calibration.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy.special import softmax
+
+from calibnb.calibration import (
+    PAPER_FTS_TEMPERATURES,
+    PAPER_GAMMAS,
+    FocalTemperatureScaling,
+    focal_softmax,
+)
+from calibnb.calibration._grid import COMPILE_ABOVE, FocalGrid
+from calibnb.metrics import ece
+
+N, K, SEED = 5000, 100, 0
+TARGET_S, TARGET_SPEEDUP = 5.0, 20.0
+BASELINE_TEMPERATURES = PAPER_FTS_TEMPERATURES[::125]  # 4 temperatures × 9 γ = 36 candidates
+KERNEL_TEMPERATURES = PAPER_FTS_TEMPERATURES[::50]  # 10 temperatures: the threshold's check
+
+
+def validation_logits(k: int = K):
+    """Over-confident logits: labels drawn from softmax(z / 2), so TS would pick T ≈ 2."""
+    rng = np.random.default_rng(SEED)
+    z = rng.normal(scale=3.0, size=(N, k))
+    cdf = np.cumsum(softmax(z / 2.0, axis=1), axis=1)
+    y = np.minimum((rng.random(N)[:, None] > cdf).sum(axis=1), k - 1)
+    return z, y
+
+
+def straightforward_score(z, y, gamma, temperature) -> float:
+    return ece(focal_softmax(z, gamma, temperature), y, 15, "mass")
+
+
+def first_call_seconds(grid: FocalGrid) -> float:
+    """Seconds of the grid's first evaluation (for a compiled grid: its compilation)."""
+    start = time.perf_counter()
+    grid.evaluate(1.0, PAPER_GAMMAS)
+    return time.perf_counter() - start
+
+
+def kernel_seconds(grid: FocalGrid) -> float:
+    """Seconds of the kernel over the paper's whole grid, extrapolated from KERNEL_TEMPERATURES."""
+    start = time.perf_counter()
+    for t in KERNEL_TEMPERATURES:
+        grid.evaluate(t, PAPER_GAMMAS)
+    return (time.perf_counter() - start) * PAPER_FTS_TEMPERATURES.size / KERNEL_TEMPERATURES.size
+
+
+def compile_threshold(k: int, compile_s: float | None = None) -> str:
+    """The compiled kernel's time (with ``compile_s``, else its first call) over the eager one's."""
+    z, y = validation_logits(k)
+    compiled = FocalGrid(z, y, math.inf)
+    if compile_s is None:
+        compile_s = first_call_seconds(compiled)
+    ratio = (compile_s + kernel_seconds(compiled)) / kernel_seconds(FocalGrid(z, y))
+    n_evaluations = PAPER_GAMMAS.size * PAPER_FTS_TEMPERATURES.size * z.size
+    return (f"    {k:3d} classes ({n_evaluations:.2e} evaluations, "
+            f"{'above' if n_evaluations > COMPILE_ABOVE else 'below'}): {ratio:5.2f}")
+
+
+def main() -> None:
+    z, y = validation_logits()
+    n_candidates = PAPER_GAMMAS.size * PAPER_FTS_TEMPERATURES.size
+
+    compile_s = first_call_seconds(FocalGrid(z, y, n_candidates))  # compiles the fused kernel
+
+    start = time.perf_counter()
+    fts = FocalTemperatureScaling().fit(z, y)
+    fast_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    subset = np.array([[straightforward_score(z, y, g, t) for t in BASELINE_TEMPERATURES]
+                       for g in PAPER_GAMMAS])
+    per_candidate = (time.perf_counter() - start) / subset.size
+    baseline_s = per_candidate * n_candidates
+    columns = np.searchsorted(PAPER_FTS_TEMPERATURES, BASELINE_TEMPERATURES)
+    max_diff = np.abs(fts.scores_[:, columns] - subset).max()
+
+    print(f"FTS grid, {PAPER_GAMMAS.size} gammas x {PAPER_FTS_TEMPERATURES.size} temperatures "
+          f"= {n_candidates} candidates, equal-mass ECE, logits {z.shape}")
+    print(f"  one-off kernel compilation       {compile_s:8.2f} s")
+    print(f"  calibnb FocalTemperatureScaling  {fast_s:8.2f} s  (target <= {TARGET_S:.0f} s) "
+          f"(gamma={fts.gamma_}, T={fts.temperature_}, ECE={fts.best_score_:.5f})")
+    print(f"  straightforward loop (measured on {subset.size} candidates, "
+          f"{per_candidate * 1e3:.0f} ms each) {baseline_s:8.1f} s extrapolated")
+    print(f"  speed-up {baseline_s / fast_s:.1f}x (target >= {TARGET_SPEEDUP:.0f}x); "
+          f"max |score difference| on the subset {max_diff:.1e}")
+    print(f"  first fit in a fresh process (compilation + fit) {compile_s + fast_s:8.2f} s")
+    print(f"  COMPILE_ABOVE = {COMPILE_ABOVE:.0e}: compiled kernel with its compilation / eager "
+          f"kernel (below 1: compiling pays)")
+    print(compile_threshold(10))
+    print(compile_threshold(K, compile_s))
+
+
+if __name__ == "__main__":
+    main()
