@@ -33,6 +33,8 @@ from scipy.special import softmax
 from .._validation import check_int
 from ..atomic import seal, write_json
 from ..calibration import (
+    DirichletCalibration,
+    MatrixScaling,
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
@@ -42,6 +44,7 @@ from ..calibration import (
     IsotonicCalibration,
     SplineCalibration,
     TemperatureScaling,
+    VectorScaling,
 )
 from ..data import list_predictions, load_predictions
 from ..data.predictions import PREDICTIONS
@@ -56,6 +59,8 @@ from .sweep import load_config
 #: criterion, the equal-mass ECE); ``*_nll`` select by the validation log-loss instead, as the
 #: FTS paper does for its log-loss column. The papers' grids are passed explicitly, so they stay
 #: fixed (the protocol) and a best T or γ at their edge warns instead of extending them.
+#: ``vector``, ``matrix_odir``, ``dirichlet_odir`` are Kull et al.'s (2019) maps, λ and μ chosen
+#: by 5-fold cross-validation over :data:`~calibnb.calibration.ODIR_GRID` (μ = λ), as the paper.
 METHODS = {
     "ts": lambda: TemperatureScaling("ece", PAPER_TEMPERATURES),
     "ts_em": lambda: TemperatureScaling("ece", PAPER_FTS_TEMPERATURES, binning="mass"),
@@ -66,6 +71,9 @@ METHODS = {
     "spline": SplineCalibration,
     "histogram": HistogramBinning,
     "isotonic": IsotonicCalibration,
+    "vector": VectorScaling,
+    "matrix_odir": MatrixScaling,
+    "dirichlet_odir": DirichletCalibration,
 }
 CONFIG_KEYS = {"out_root", "networks", "splits"}
 #: The fitted state a run stores per method (where the method has it), by its name in ``params``.
