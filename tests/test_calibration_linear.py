@@ -191,7 +191,7 @@ def test_a_mistyped_parameter_is_refused():
 
 
 def test_too_few_samples_for_the_folds_are_refused():
-    with pytest.raises(ValueError, match="cv=5 folds need at least 5 samples, got 3"):
+    with pytest.raises(ValueError, match="cv=5 folds need at least 5 samples, got n_samples=3"):
         MatrixScaling(reg_lambda=[0.1, 1.0]).fit(LOGITS[:3], LABELS[:3])
 
 

@@ -190,7 +190,7 @@ class _AffineCalibration(ClassCountMixin, BaseEstimator):
         strongest starts at the identity)."""
         folds = KFold(self.cv, shuffle=True, random_state=0).split(x) if x.shape[0] >= self.cv else None
         if folds is None:
-            raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got {x.shape[0]}")
+            raise ValueError(f"cv={self.cv} folds need at least {self.cv} samples, got n_samples={x.shape[0]}")
         scores = np.zeros(len(pairs))
         strongest_first = np.argsort([-(lam + mu) for lam, mu in pairs], kind="stable")
         for train, held_out in folds:
