@@ -4,7 +4,9 @@ TorchUncertainty (``torch_uncertainty.post_processing``: ``VectorScaler``, ``Mat
 ``DirichletScaler``) fits the same maps with torch's L-BFGS; its ``DirichletScaler`` adds ODIR
 with the paper's normalisation (λ/(K(K−1)) Σ_{i≠j} w_ij² + μ·mean(b²)), exactly calibnb's, so
 at equal λ and μ the two minimise the same objective. Its vector and matrix scalers have no
-regularisation: they are compared with calibnb's at λ = μ = 0. Each map is fitted on split 1's
+regularisation: they are compared with calibnb's at λ = μ = 0; its ``VectorScaler`` has no
+intercept either (``softmax(w ⊙ z)``, where Guo et al. and Kull et al. fit ``w ⊙ z + b``), so
+there calibnb's objective must be the lower. Each map is fitted on split 1's
 calibration half of a shipped network and scored on its test half; the table gives the test NLL
 and ECE (15 bins) of both, the largest difference of their test probabilities, and each one's
 training objective (the lower is the better minimiser). Not a test dependency: run it with the
@@ -47,8 +49,10 @@ def peer(kind: str, k: int, logits, labels, lam):
         scaler = {"vector": VectorScaler, "matrix": MatrixScaler}[kind](k, max_iter=5000)
     loader = DataLoader(TensorDataset(torch.tensor(logits), torch.tensor(labels)), batch_size=len(labels))
     scaler.fit(loader, progress=False)
-    weight = (scaler.inv_temperature_weight if kind != "vector" else scaler.inv_temperature_weight).detach().numpy()
-    bias = scaler.inv_temperature_bias.detach().numpy()
+    if kind == "vector":  # TorchUncertainty's vector scaling has no intercept: b = 0
+        weight, bias = scaler.inv_temp.detach().numpy(), np.zeros(k)
+    else:
+        weight, bias = scaler.inv_temperature_weight.detach().numpy(), scaler.inv_temperature_bias.detach().numpy()
     return weight, bias, lambda z: torch.softmax(scaler(torch.tensor(z)), dim=1).detach().numpy()
 
 
