@@ -23,13 +23,16 @@ import calibnb
 from calibnb import calibration
 from calibnb.calibrate_model import CRITERIA, NAMES, CalibrationResult, calibrate, default_calibrators
 from calibnb.calibration import (
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
+    MatrixScaling,
     SplineCalibration,
     TemperatureScaling,
     Uncalibrated,
+    VectorScaling,
 )
 from calibnb.calibration.persist import (
     CALIBRATORS,
@@ -332,6 +335,9 @@ FITTED = [
     IsotonicCalibration(),
     SplineCalibration(),
     SplineCalibration(n_knots=3),
+    VectorScaling(),
+    MatrixScaling(reg_lambda=[0.1, 10.0], reg_mu=[0.0, 1.0], cv=2),
+    DirichletCalibration(reg_lambda=1.0),
 ]
 IDS = [f"{type(e).__name__}{i}" for i, e in enumerate(FITTED)]
 
