@@ -20,13 +20,16 @@ from sklearn.utils.estimator_checks import (
 )
 
 from calibnb.calibration import (
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
+    MatrixScaling,
     SplineCalibration,
     TemperatureScaling,
     Uncalibrated,
+    VectorScaling,
 )
 
 ESTIMATORS = [
@@ -39,6 +42,9 @@ ESTIMATORS = [
     HistogramBinning(n_bins=5),
     IsotonicCalibration(),
     Uncalibrated(),
+    VectorScaling(),
+    MatrixScaling(reg_lambda=1.0),
+    DirichletCalibration(reg_lambda=[0.1, 1.0], cv=2),
 ]
 IDS = [type(e).__name__ + str(i) for i, e in enumerate(ESTIMATORS)]
 
