@@ -24,13 +24,16 @@ from calibnb import calibration
 from calibnb.calibrate_model import CRITERIA, NAMES, CalibrationResult, calibrate, default_calibrators
 from calibnb.calibration import (
     BayesianBinningQuantiles,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
+    MatrixScaling,
     SplineCalibration,
     TemperatureScaling,
     Uncalibrated,
+    VectorScaling,
 )
 from calibnb.calibration.persist import (
     CALIBRATORS,
@@ -335,6 +338,9 @@ FITTED = [
     SplineCalibration(n_knots=3),
     BayesianBinningQuantiles(),
     BayesianBinningQuantiles(prior_strength=0.5, range_factor=2.0),
+    VectorScaling(),
+    MatrixScaling(reg_lambda=[0.1, 10.0], reg_mu=[0.0, 1.0], cv=2),
+    DirichletCalibration(reg_lambda=1.0),
 ]
 IDS = [f"{type(e).__name__}{i}" for i, e in enumerate(FITTED)]
 

@@ -21,13 +21,16 @@ from sklearn.utils.estimator_checks import (
 
 from calibnb.calibration import (
     BayesianBinningQuantiles,
+    DirichletCalibration,
     EnsembleTemperatureScaling,
     FocalTemperatureScaling,
     HistogramBinning,
     IsotonicCalibration,
+    MatrixScaling,
     SplineCalibration,
     TemperatureScaling,
     Uncalibrated,
+    VectorScaling,
 )
 
 ESTIMATORS = [
@@ -41,6 +44,9 @@ ESTIMATORS = [
     IsotonicCalibration(),
     BayesianBinningQuantiles(),
     Uncalibrated(),
+    VectorScaling(),
+    MatrixScaling(reg_lambda=1.0),
+    DirichletCalibration(reg_lambda=[0.1, 1.0], cv=2),
 ]
 IDS = [type(e).__name__ + str(i) for i, e in enumerate(ESTIMATORS)]
 

@@ -22,6 +22,8 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import check_estimator
 
 from calibnb.calibration import (
+    DirichletCalibration,
+    MatrixScaling,
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
@@ -34,6 +36,7 @@ from calibnb.calibration import (
     ProbabilitiesAsLogitsWarning,
     SplineCalibration,
     TemperatureScaling,
+    VectorScaling,
 )
 from calibnb.data import load_predictions
 from calibnb.metrics import adaptive_ece, brier, classwise_ece, ece, nll
@@ -51,6 +54,9 @@ CALIBRATORS = [
     HistogramBinning(),
     IsotonicCalibration(),
     BayesianBinningQuantiles(),
+    VectorScaling(),
+    MatrixScaling(reg_lambda=[0.0, 1.0], cv=2),
+    DirichletCalibration(reg_lambda=0.1, reg_mu=0.1),
 ]
 IDS = [f"{type(c).__name__}({', '.join(f'{k}={v!r}' for k, v in c.get_params().items())})"
        for c in CALIBRATORS]

@@ -64,6 +64,7 @@ EXCLUDED = {
                                "every LOSSES entry through it",
     "calibnb.calibration.PAPER_FTS_TEMPERATURES": "a constant (the papers' grid), not a callable",
     "calibnb.calibration.PAPER_GAMMAS": "a constant (the papers' grid), not a callable",
+    "calibnb.calibration.ODIR_GRID": "a constant (the default lambda grid of ODIR), not a callable",
     "calibnb.calibration.PAPER_TEMPERATURES": "a constant (the papers' grid), not a callable",
     "calibnb.calibration.EdgeOfSearchWarning": "a warning category, raised by the calibrators' "
                                                "fit (tests/test_calibration_sklearn.py)",
@@ -115,6 +116,8 @@ PER_CALLABLE = {
     "calibnb.losses.adafocal_update": {"gammas": [1.0, -0.5, 0.0, 2.0], "gaps": [0.1, -0.2, 0.05, math.nan]},
     "calibnb.calibration.TemperatureScaling": {"temperatures": [0.5, 1.0, 2.0]},
     "calibnb.calibration.FocalTemperatureScaling": {"gammas": [-0.5, 0.0, 1.0], "temperatures": [0.5, 1.0, 2.0]},
+    "calibnb.calibration.MatrixScaling": {"reg_lambda": [0.1, 1.0], "reg_mu": [0.1, 1.0]},
+    "calibnb.calibration.DirichletCalibration": {"reg_lambda": [0.1, 1.0], "reg_mu": [0.1, 1.0]},
 }
 
 #: Parameters that also take an array (a float or a 1-D array of γ): swept in their array form too.

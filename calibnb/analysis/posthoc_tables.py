@@ -41,6 +41,9 @@ METHOD_NAMES = {
     "histogram": "histogram binning",
     "isotonic": "isotonic",
     "bbq": "BBQ",
+    "vector": "vector scaling",
+    "matrix_odir": "MS-ODIR",
+    "dirichlet_odir": "Dir-ODIR",
 }
 
 _ARCHITECTURES = {"wideresnet-16-4": "WRN-16-4", "lenet-5": "LeNet-5", "densenet-bc-100": "DenseNet-BC-100"}

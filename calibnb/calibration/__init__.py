@@ -8,6 +8,9 @@
   :class:`HistogramBinning`, :class:`IsotonicCalibration`.
 - :class:`BayesianBinningQuantiles`: BBQ, Naeini, Cooper & Hauskrecht (2015), histogram-binning
   models averaged by their Bayesian score, on the top-label confidence.
+- :class:`VectorScaling`, :class:`MatrixScaling`, :class:`DirichletCalibration`: Kull et al.
+  (2019), the softmax of an affine map of the logits or log-probabilities, with ODIR, its λ and μ
+  chosen by cross-validation (:mod:`calibnb.calibration.linear`).
 - :class:`Uncalibrated`: the softmax as it is, the reference every calibrator is compared with.
 
 Fitted calibrators are saved and restored as JSON, never pickled: ``calibnb.calibration.persist``
@@ -35,22 +38,27 @@ from ._search import EdgeOfSearchWarning
 from .focal_map import focal_calibration_map, focal_softmax, log_focal_softmax
 from .focal_temperature import PAPER_FTS_TEMPERATURES, PAPER_GAMMAS, FocalTemperatureScaling
 from .identity import Uncalibrated
+from .linear import ODIR_GRID, DirichletCalibration, MatrixScaling, VectorScaling
 from .temperature import PAPER_TEMPERATURES, TemperatureScaling
 
 __all__ = [
+    "ODIR_GRID",
     "PAPER_FTS_TEMPERATURES",
     "PAPER_GAMMAS",
     "PAPER_TEMPERATURES",
     "BayesianBinningQuantiles",
+    "DirichletCalibration",
     "EdgeOfSearchWarning",
     "EnsembleTemperatureScaling",
     "FocalTemperatureScaling",
     "HistogramBinning",
     "IsotonicCalibration",
+    "MatrixScaling",
     "ProbabilitiesAsLogitsWarning",
     "SplineCalibration",
     "TemperatureScaling",
     "Uncalibrated",
+    "VectorScaling",
     "focal_calibration_map",
     "focal_softmax",
     "log_focal_softmax",

@@ -50,6 +50,7 @@ from .baselines import (
 from .bbq import BayesianBinningQuantiles
 from .focal_temperature import FocalTemperatureScaling
 from .identity import Uncalibrated
+from .linear import DirichletCalibration, MatrixScaling, VectorScaling, check_regularisation
 from .temperature import TemperatureScaling
 
 __all__ = ["CALIBRATORS", "FORMAT", "FORMAT_VERSION", "calibrator_from_json", "calibrator_to_json",
@@ -59,7 +60,8 @@ FORMAT, FORMAT_VERSION = "calibnb-calibrator", 1
 #: The classes a calibrator file may name, by name.
 CALIBRATORS = {cls.__name__: cls for cls in (
     TemperatureScaling, FocalTemperatureScaling, EnsembleTemperatureScaling, HistogramBinning,
-    IsotonicCalibration, SplineCalibration, BayesianBinningQuantiles, Uncalibrated)}
+    IsotonicCalibration, SplineCalibration, BayesianBinningQuantiles, VectorScaling, MatrixScaling,
+    DirichletCalibration, Uncalibrated)}
 ENVELOPE = ("format", "format_version", "calibnb", "class", "params", "fitted")
 #: The dtypes an array may have in a calibrator file.
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
@@ -568,6 +570,35 @@ def _bbq_state(state, params, where):
         raise ValueError(f"{where}bin_probability_ must have one entry a cell of edges_ ({edges.size - 1}), "
                          f"got {probability.size}")
     state["n_bins_"] = counts.astype(np.int64)
+def _affine_params(names):
+    def check(params, where):
+        for key in names:
+            check_regularisation(params[key], f"{where}{key}", allow_none=key == "reg_mu" and "reg_lambda" in names)
+        check_int(params["cv"], f"{where}cv", minimum=2)
+    return check
+
+
+def _affine_state(diagonal: bool):
+    """``coef_`` (K, K), or (K,) for vector scaling, and ``intercept_`` (K,) of the fitted class count."""
+    def check(state, params, where):
+        k = state["n_classes_"]
+        shape = (k,) if diagonal else (k, k)
+        if state["coef_"].shape != shape or state["intercept_"].shape != (k,):
+            raise ValueError(f"{where}coef_ and intercept_ must have shapes {shape} and {(k,)} "
+                             f"(n_classes_ is {k}), got {state['coef_'].shape} and {state['intercept_'].shape}")
+    return check
+
+
+def _affine_spec(diagonal: bool):
+    names = ("reg_mu",) if diagonal else ("reg_lambda", "reg_mu")
+    return _Spec(
+        {"coef_": lambda v, w: _array(v, w, ndim=1 if diagonal else 2),
+         "intercept_": lambda v, w: _array(v, w),
+         "reg_lambda_": lambda v, w: _real(v, w, minimum=0.0),
+         "reg_mu_": lambda v, w: _real(v, w, minimum=0.0),
+         "cv_scores_": lambda v, w: _array(v, w, ndim=2 if np.ndim(v) == 2 else 1, finite=False),
+         "n_iter_": lambda v, w: check_int(v, w, minimum=0)},
+        ["coef_", "intercept_"], _affine_params(names), _affine_state(diagonal))
 
 
 SPECS = {
@@ -605,6 +636,9 @@ SPECS = {
          "bin_probability_": lambda v, w: _array(v, w, low=0.0, high=1.0, min_size=1)},
         ["n_bins_", "log_marginal_likelihood_", "model_weights_", "edges_", "bin_probability_"],
         _bbq_params, _bbq_state),
+    "VectorScaling": _affine_spec(diagonal=True),
+    "MatrixScaling": _affine_spec(diagonal=False),
+    "DirichletCalibration": _affine_spec(diagonal=False),
     "Uncalibrated": _Spec({}, []),
 }
 

@@ -33,6 +33,8 @@ from scipy.special import softmax
 from .._validation import check_int
 from ..atomic import seal, write_json
 from ..calibration import (
+    DirichletCalibration,
+    MatrixScaling,
     PAPER_FTS_TEMPERATURES,
     PAPER_GAMMAS,
     PAPER_TEMPERATURES,
@@ -43,6 +45,7 @@ from ..calibration import (
     IsotonicCalibration,
     SplineCalibration,
     TemperatureScaling,
+    VectorScaling,
 )
 from ..data import list_predictions, load_predictions
 from ..data.predictions import PREDICTIONS
@@ -57,6 +60,12 @@ from .sweep import load_config
 #: criterion, the equal-mass ECE); ``*_nll`` select by the validation log-loss instead, as the
 #: FTS paper does for its log-loss column. The papers' grids are passed explicitly, so they stay
 #: fixed (the protocol) and a best T or γ at their edge warns instead of extending them.
+#: ``vector``, ``matrix_odir``, ``dirichlet_odir`` are Kull et al.'s (2019) maps, λ = μ chosen by
+#: 3-fold cross-validated log-loss over :data:`STUDY_ODIR_GRID`, every other power of ten of
+#: :data:`~calibnb.calibration.ODIR_GRID` (the full grid with 5 folds is 36 fits of 10,100
+#: parameters per CIFAR-100 split; this one is 10).
+#: The λ (= μ) grid of the study's ODIR maps.
+STUDY_ODIR_GRID = (1.0, 1e2, 1e4)
 METHODS = {
     "ts": lambda: TemperatureScaling("ece", PAPER_TEMPERATURES),
     "ts_em": lambda: TemperatureScaling("ece", PAPER_FTS_TEMPERATURES, binning="mass"),
@@ -68,6 +77,9 @@ METHODS = {
     "histogram": HistogramBinning,
     "isotonic": IsotonicCalibration,
     "bbq": BayesianBinningQuantiles,
+    "vector": VectorScaling,
+    "matrix_odir": lambda: MatrixScaling(STUDY_ODIR_GRID, cv=3),
+    "dirichlet_odir": lambda: DirichletCalibration(STUDY_ODIR_GRID, cv=3),
 }
 CONFIG_KEYS = {"out_root", "networks", "splits"}
 #: The fitted state a run stores per method (where the method has it), by its name in ``params``.
