@@ -27,8 +27,12 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 
-from .._validation import check_choice, check_int, check_n_bins
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import (check_choice, check_device_labels, check_device_logit_columns,
+                           check_int, check_n_bins)
 from ..metrics.binning import assign_bins, mass_edges_sorted
+from ..metrics.streaming import is_tensor, on_gpu, row_blocks, true_class_entries
 from ..metrics.toplabel import predicted_class
 from ._base import ClassCountMixin
 from ._search import TEMPERATURE_CAP, bounded_log_search
@@ -45,12 +49,20 @@ ETS_LOG_T_BOUNDS = (-5.0, 5.0)
 class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     """Ensemble temperature scaling (Zhang et al. 2020, Mix-n-Match, Section 3.1).
 
-    ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
-    temperature scaling, then the weights, on the probability simplex, minimise the ``loss`` of
-    the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the default of the
-    authors' code; ``"nll"`` is the alternative it offers. ``T`` is searched over
+    ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K`` (Eq. 9): first ``T`` minimises the
+    ``loss`` of temperature scaling, then the weights, on the probability simplex, minimise the
+    ``loss`` of the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the
+    default of the authors' code; ``"nll"`` is the alternative it offers. ``T`` is searched over
     ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
     with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
+
+    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`): each value of the search
+    needs per row only ``s = Σ_k e_k`` and ``Σ_k e_k²`` of ``e_k = exp((z_k − max z) / T)`` (the
+    Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``; its NLL
+    ``log s − (z_y − max z) / T``), and the weights a quadratic form (Brier) in five per-row
+    sums or (NLL) the two true-class probabilities: no N x K array but the output is ever held.
+    Torch tensors (CPU or CUDA) are computed on their device in float64, and ``predict_proba``
+    returns a float64 tensor there; the search reads one number per step back to the host.
 
     Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
     ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
@@ -74,50 +86,200 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        z, y = self._fit_input(logits, labels)
-        onehot = np.eye(z.shape[1])[y]
-        score = _brier if self.loss == "mse" else _nll
+        if is_tensor(logits):
+            z, y = self._fit_input_tensor(logits, labels)
+        else:
+            z, y = self._fit_input(logits, labels)
+        stats = _RowStats(z, y)
         self.temperature_ = bounded_log_search(
-            lambda t: score(softmax(z / t, axis=1), onehot), ETS_LOG_T_BOUNDS,
+            lambda t: stats.tempered_loss(t, self.loss), ETS_LOG_T_BOUNDS,
             tuple(np.log(TEMPERATURE_CAP)), type(self).__name__, xatol=1e-8)
-        parts = self._parts(z)
-        mix = minimize(lambda w: score(np.tensordot(w, parts, axes=1), onehot), x0=np.ones(3) / 3,
-                       method="SLSQP", bounds=[(0.0, 1.0)] * 3,
+        score = stats.mixture_loss(self.temperature_, self.loss)
+        mix = minimize(score, x0=np.ones(3) / 3, method="SLSQP", bounds=[(0.0, 1.0)] * 3,
                        constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
         self.weights_ = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
         return self
 
-    def predict_proba(self, logits) -> np.ndarray:
-        z = self._predict_input(logits, "weights_")
-        return np.tensordot(self.weights_, self._parts(z), axes=1)
+    def predict_proba(self, logits):
+        if is_tensor(logits):
+            z = self._predict_input_tensor(logits, "weights_")
+            out = _empty_like_float64(z)
+        else:
+            z = self._predict_input(logits, "weights_")
+            out = np.empty(z.shape)
+        w1, w2, w3 = (float(w) for w in self.weights_)
+        k = z.shape[1]
+        for rows in row_blocks(z.shape[0], k, gpu=on_gpu(z)):
+            block = _as_float64(z[rows])
+            shifted = block - _row_max(block)[:, None]
+            tempered = _exp(shifted / self.temperature_)
+            plain = _exp(shifted)
+            tempered *= w1 / tempered.sum(axis=1, keepdims=True)
+            plain *= w2 / plain.sum(axis=1, keepdims=True)
+            tempered += plain
+            tempered += w3 / k
+            out[rows] = tempered
+        return out
 
-    def _parts(self, z: np.ndarray) -> np.ndarray:
-        return np.stack([softmax(z / self.temperature_, axis=1), softmax(z, axis=1),
-                         np.full(z.shape, 1.0 / z.shape[1])])
+    def _fit_input_tensor(self, logits, labels):
+        z, columns = check_device_logit_columns(logits, "logits")
+        y = check_device_labels(labels, z, "labels", probs_name="logits")
+        self.n_features_in_ = columns
+        self.n_classes_ = z.shape[1]
+        self.classes_ = np.arange(z.shape[1])
+        return z, y
+
+    def _predict_input_tensor(self, logits, fitted: str):
+        check_is_fitted(self, fitted)
+        z, columns = check_device_logit_columns(logits, "logits")
+        expected = getattr(self, "n_features_in_", self.n_classes_)
+        if expected is not None and columns != expected:
+            raise ValueError(f"logits have {columns} columns but the calibrator was fitted on "
+                             f"{expected} (X has {columns} features, but {type(self).__name__} is "
+                             f"expecting {expected} features as input)")
+        return z
 
 
-def _brier(p: np.ndarray, onehot: np.ndarray) -> float:
-    return float(((p - onehot) ** 2).sum(axis=1).mean())
+class _RowStats:
+    """The per-row sums of :class:`EnsembleTemperatureScaling`'s search, one pass over the
+    logits each (numpy arrays, or torch tensors on their device)."""
+
+    def __init__(self, z, y):
+        self.z, self.n, self.k = z, z.shape[0], z.shape[1]
+        self.blocks = list(row_blocks(self.n, self.k, gpu=on_gpu(z)))
+        self.top = _empty_vector(z, self.n)
+        for rows in self.blocks:
+            self.top[rows] = _row_max(_as_float64(z[rows]))
+        self.true_gap = _as_float64(true_class_entries(z, y)) - self.top  # z_y − max z ≤ 0
+
+    def sums(self, t: float, square: bool):
+        """Per row ``s = Σ e_k`` and (``square``) ``Σ e_k²`` of ``e = exp((z − max z) / t)``."""
+        s = _empty_vector(self.z, self.n)
+        sq = _empty_vector(self.z, self.n) if square else None
+        for rows in self.blocks:
+            e = _exp((_as_float64(self.z[rows]) - self.top[rows, None]) / t)
+            s[rows] = e.sum(axis=1)
+            if square:
+                sq[rows] = (e * e).sum(axis=1)
+        return s, sq
+
+    def tempered_loss(self, t: float, loss: str) -> float:
+        """The mean Brier score (``"mse"``) or NLL of ``softmax(z / t)``."""
+        s, sq = self.sums(t, square=loss == "mse")
+        if loss == "mse":
+            return float((sq / (s * s) - 2.0 * _exp(self.true_gap / t) / s + 1.0).mean())
+        return float(_clip_max(_log(s) - self.true_gap / t, NLL_CAP).mean())
+
+    def mixture_loss(self, t: float, loss: str):
+        """The loss of ``w1 softmax(z / t) + w2 softmax(z) + w3 / K`` as a function of ``w``."""
+        k = self.k
+        s1 = _empty_vector(self.z, self.n)
+        s2, s11, s22, s12 = (_empty_vector(self.z, self.n) for _ in range(4))
+        for rows in self.blocks:
+            shifted = _as_float64(self.z[rows]) - self.top[rows, None]
+            e1, e2 = _exp(shifted / t), _exp(shifted)
+            s1[rows], s2[rows] = e1.sum(axis=1), e2.sum(axis=1)
+            s11[rows], s22[rows], s12[rows] = ((e1 * e1).sum(axis=1), (e2 * e2).sum(axis=1),
+                                               (e1 * e2).sum(axis=1))
+        p1y, p2y = _exp(self.true_gap / t) / s1, _exp(self.true_gap) / s2
+        if loss == "nll":
+            p1y, p2y = _to_host(p1y), _to_host(p2y)
+            return lambda w: float(-np.log(np.maximum(w[0] * p1y + w[1] * p2y + w[2] / k,
+                                                      1e-300)).mean())
+        # Σ_k (w1 p1 + w2 p2 + w3 / K − 1[k = y])², each p summing to 1
+        m11, m22, m12 = (float((a / b).mean()) for a, b in
+                         ((s11, s1 * s1), (s22, s2 * s2), (s12, s1 * s2)))
+        m1y, m2y = float(p1y.mean()), float(p2y.mean())
+
+        def brier(w):
+            w1, w2, w3 = w
+            return (w1 * w1 * m11 + w2 * w2 * m22 + 2.0 * w1 * w2 * m12
+                    + (w3 * w3 + 2.0 * w1 * w3 + 2.0 * w2 * w3) / k
+                    - 2.0 * (w1 * m1y + w2 * m2y + w3 / k) + 1.0)
+        return brier
 
 
-def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
-    return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
+#: ``-log(1e-300)``: the NLL of a true class whose probability underflows, as the search's cap.
+NLL_CAP = float(-np.log(1e-300))
+
+
+def _empty_like_float64(z):
+    import torch
+    return torch.empty(z.shape, dtype=torch.float64, device=z.device)
+
+
+def _as_float64(x):
+    if is_tensor(x):
+        import torch
+        return x.to(torch.float64)
+    return x.astype(np.float64, copy=False)
+
+
+def _empty_vector(like, n: int):
+    if is_tensor(like):
+        import torch
+        return torch.empty(n, dtype=torch.float64, device=like.device)
+    return np.empty(n)
+
+
+def _row_max(x):
+    if is_tensor(x):
+        return x.amax(dim=1)
+    return x.max(axis=1)
+
+
+def _exp(x):
+    if is_tensor(x):
+        return x.exp()
+    return np.exp(x)
+
+
+def _log(x):
+    if is_tensor(x):
+        return x.log()
+    return np.log(x)
+
+
+def _clip_max(x, top: float):
+    if is_tensor(x):
+        return x.clamp(max=top)
+    return np.minimum(x, top)
+
+
+def _to_host(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if is_tensor(x) else x
 
 
 class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
     """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring), which
     also set ``n_classes_``, ``n_features_in_`` and ``classes_`` (logits may be one binary
-    column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last."""
+    column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last.
+
+    Both stream over blocks of rows (:func:`calibnb.metrics.streaming.row_blocks`): the softmax
+    and the recalibration are per row, so each block's rows come out bit for bit as the whole
+    matrix's, and only the ``(N, K)`` output (of ``predict_proba``) and N-vectors are held
+    whole. They are fitted with numpy and scikit-learn: torch tensors (any device) are copied to
+    the host as float64 numpy arrays, and ``predict_proba`` returns a numpy array."""
 
     def fit(self, logits, labels):
         z, y = self._fit_input(logits, labels)
-        p = softmax(z, axis=1)
-        top = predicted_class(p)
-        self._fit_top(p[np.arange(p.shape[0]), top], (top == y).astype(np.float64))
+        conf, top = np.empty(z.shape[0]), np.empty(z.shape[0], dtype=np.int64)
+        for rows in row_blocks(*z.shape):  # softmax is per row: a block of rows at a time
+            p = softmax(z[rows], axis=1)
+            top[rows] = predicted_class(p)
+            conf[rows] = p[np.arange(p.shape[0]), top[rows]]
+        self._fit_top(conf, (top == y).astype(np.float64))
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
-        p = softmax(self._predict_input(logits, self._FITTED), axis=1)
+        z = self._predict_input(logits, self._FITTED)
+        out = np.empty(z.shape)
+        for rows in row_blocks(*z.shape):
+            out[rows] = self._recalibrate(softmax(z[rows], axis=1))
+        return out
+
+    def _recalibrate(self, p: np.ndarray) -> np.ndarray:
+        """The recalibrated rows of the probabilities ``p`` (module docstring)."""
         n, k = p.shape
         rows, top = np.arange(n), predicted_class(p)
         conf = p[rows, top]
