@@ -61,8 +61,9 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``; its NLL
     ``log s − (z_y − max z) / T``), and the weights a quadratic form (Brier) in five per-row
     sums or (NLL) the two true-class probabilities: no N x K array but the output is ever held.
-    Torch tensors (CPU or CUDA) are computed on their device in float64, and ``predict_proba``
-    returns a float64 tensor there; the search reads one number per step back to the host.
+    Torch tensors are computed on their device in float64 (a CPU tensor through numpy, on a view
+    of its memory), and ``predict_proba`` returns a float64 tensor there; on a GPU the search
+    reads one number per step back to the host.
 
     Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
     ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
@@ -86,7 +87,7 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        if is_tensor(logits):
+        if on_gpu(logits):
             z, y = self._fit_input_tensor(logits, labels)
         else:
             z, y = self._fit_input(logits, labels)
@@ -101,7 +102,9 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
         return self
 
     def predict_proba(self, logits):
-        if is_tensor(logits):
+        """``w1 softmax(z / T) + w2 softmax(z) + w3 / K``, float64: a numpy array, or for a torch
+        tensor a tensor on its device."""
+        if on_gpu(logits):
             z = self._predict_input_tensor(logits, "weights_")
             out = _empty_like_float64(z)
         else:
@@ -119,6 +122,9 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
             tempered += plain
             tempered += w3 / k
             out[rows] = tempered
+        if is_tensor(logits) and not is_tensor(out):  # a CPU tensor, computed on a numpy view
+            import torch
+            return torch.from_numpy(out)
         return out
 
     def _fit_input_tensor(self, logits, labels):

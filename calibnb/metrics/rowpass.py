@@ -18,6 +18,9 @@ back as float64 tensors there.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from calibnb._validation import (SIMPLEX_ATOL, _HALF_EPS, check_device_probs_labels, check_labels,
@@ -26,13 +29,17 @@ from calibnb.metrics.streaming import is_tensor, on_gpu, row_blocks
 from calibnb.metrics.toplabel import TIE_RTOL, predicted_class
 
 
+#: Threads that reduce blocks of rows at once (numpy releases the GIL inside each reduction).
+WORKERS = 2
+
+
 def row_statistics(probs, labels, true_class: bool = False, squares: bool = False,
                    names=("probs", "labels")):
     """Validate ``(probs, labels)``; return ``(conf, correct, p_true, sum_sq)``, float64 vectors
     of length N (``p_true`` only with ``true_class``, ``sum_sq`` only with ``squares``; None
     otherwise). numpy arrays for array input, tensors on the device of a tensor ``probs``."""
-    if is_tensor(probs):
-        return _device_statistics(*check_device_probs_labels(probs, labels, names=names),
+    if is_tensor(probs) and on_gpu(probs):
+        return device_row_statistics(*check_device_probs_labels(probs, labels, names=names),
                                   true_class, squares)
     arr = to_numpy(probs, names[0])
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2 or arr.dtype == bool or not (
@@ -57,25 +64,54 @@ def _host_statistics(arr, y, true_class, squares, atol, probs, labels, names):
     conf, correct = np.empty(n), np.empty(n)
     p_true = np.empty(n) if true_class else None
     sum_sq = np.empty(n) if squares else None
-    for rows in row_blocks(n, k):
-        p = arr[rows].astype(np.float64, copy=False)
-        top = p.max(axis=1)
-        if not (p.min() >= 0 and np.isfinite(top).all()
-                and (np.abs(p.sum(axis=1) - 1.0) <= atol).all()):
-            check_probs_labels(probs, labels, names=names)  # raises the whole matrix's message
-            raise AssertionError("a block failed the checks the whole matrix passed")  # pragma: no cover
+    # Below float64, two values within TIE_RTOL (1e-12) of each other are equal, so the predicted
+    # class is the first maximal one, numpy's argmax, and the block needs no float64 copy. In
+    # float64 the first class within TIE_RTOL of the maximum is looked for only in the rows whose
+    # second largest entry is that close (a broadcast comparison costs three passes of argmax).
+    exact_ties = np.issubdtype(arr.dtype, np.floating) and arr.dtype.itemsize < 8
+    local = threading.local()
+
+    def block(rows: slice) -> bool:
+        p = arr[rows] if exact_ties else arr[rows].astype(np.float64, copy=False)
         index = np.arange(p.shape[0])
-        pred = (p >= top[:, None] * (1.0 - TIE_RTOL)).argmax(axis=1)
+        pred = p.argmax(axis=1)  # a NaN is its row's argmax, and fails the check below
+        top = p[index, pred].astype(np.float64)
+        if not (p.min() >= 0 and np.isfinite(top).all()
+                and (np.abs(p.sum(axis=1, dtype=np.float64) - 1.0) <= atol).all()):
+            return False
+        if not exact_ties:
+            rest = getattr(local, "rest", None)
+            if rest is None or rest.shape != p.shape:
+                rest = local.rest = np.empty_like(p)
+            np.copyto(rest, p)
+            rest[index, pred] = -1.0
+            tie = top * (1.0 - TIE_RTOL)
+            near = rest.max(axis=1) >= tie
+            if near.any():
+                pred[near] = (p[near] >= tie[near, None]).argmax(axis=1)
         conf[rows] = p[index, pred]
         correct[rows] = pred == y[rows]
         if true_class:
             p_true[rows] = p[index, y[rows]]
         if squares:
-            sum_sq[rows] = np.einsum("ij,ij->i", p, p)
+            sum_sq[rows] = np.einsum("ij,ij->i", p, p, dtype=np.float64)
+        return True
+
+    blocks = list(row_blocks(n, k))
+    if len(blocks) > 1:  # numpy's reductions release the GIL: two blocks at a time
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            passed = all(pool.map(block, blocks))
+    else:
+        passed = block(blocks[0])
+    if not passed:
+        check_probs_labels(probs, labels, names=names)  # raises the whole matrix's message
+        raise AssertionError("a block failed the checks the whole matrix passed")  # pragma: no cover
     return conf, correct, p_true, sum_sq
 
 
-def _device_statistics(p, y, true_class, squares):
+def device_row_statistics(p, y, true_class: bool = False, squares: bool = False):
+    """:func:`row_statistics` of validated tensors ``(p, y)`` on their device (CUDA tensors; a
+    CPU tensor takes the numpy path on a view of its memory, and the tests run this on one)."""
     import torch
 
     n, k = p.shape
