@@ -41,6 +41,10 @@ from ._search import TEMPERATURE_CAP, bounded_log_search
 #: below it by this relative margin, far above the metrics' tie tolerance (1e-12), so the
 #: predicted class never changes.
 TOP_MARGIN = 1e-9
+#: :class:`EnsembleTemperatureScaling` keeps the softmax parts of its weights' search between
+#: steps when the logits have at most this many entries (the parts then take 2 x 8 bytes each:
+#: 64 MB), and recomputes them a block at a time otherwise.
+ETS_CACHE_ELEMENTS = 1 << 22
 #: The first search interval of ``log T`` of :class:`EnsembleTemperatureScaling`, widened
 #: (up to the temperature cap) when the optimum lies on a bound.
 ETS_LOG_T_BOUNDS = (-5.0, 5.0)
@@ -56,14 +60,18 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
     with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
 
-    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`): each value of the search
-    needs per row only ``s = Σ_k e_k`` and ``Σ_k e_k²`` of ``e_k = exp((z_k − max z) / T)`` (the
-    Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``; its NLL
-    ``log s − (z_y − max z) / T``), and the weights a quadratic form (Brier) in five per-row
-    sums or (NLL) the two true-class probabilities: no N x K array but the output is ever held.
-    Torch tensors are computed on their device in float64 (a CPU tensor through numpy, on a view
-    of its memory), and ``predict_proba`` returns a float64 tensor there; on a GPU the search
-    reads one number per step back to the host.
+    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`): each step of the search
+    computes the loss of a block's rows as the equation reads (softmax, one-hot), the same bits as
+    on the whole matrix, and averages the N per-row losses, so that ``T`` and the weights are
+    those of the whole-matrix computation while no N x K temporary is held (the weights' softmax
+    parts are kept between steps only up to :data:`ETS_CACHE_ELEMENTS` entries). On a CUDA
+    tensor the search uses per-row sums computed on the device: with ``e_k = exp((z_k − max z) /
+    T)``, the Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1`` and its NLL
+    ``log s − (z_y − max z) / T`` (``s = Σ e``), and the weights' loss a quadratic form in five
+    per-row sums (Brier) or the two true-class probabilities (NLL); it reads one number per step
+    back to the host and agrees with the numpy fit to about 1e-6 (the flat optimum of a bounded
+    Brent search and SLSQP's tolerance). A CPU tensor is fitted by the numpy code on a view of
+    its memory. ``predict_proba`` of a tensor returns a float64 tensor on its device.
 
     Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
     ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
@@ -89,13 +97,17 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
         check_choice(self.loss, "loss", ("mse", "nll"))
         if on_gpu(logits):
             z, y = self._fit_input_tensor(logits, labels)
+            stats = _RowStats(z, y)
+            tempered = lambda t: stats.tempered_loss(t, self.loss)  # noqa: E731
         else:
             z, y = self._fit_input(logits, labels)
-        stats = _RowStats(z, y)
+            stats = _BlockScores(z, y, self.loss)
+            tempered = stats.tempered_loss
         self.temperature_ = bounded_log_search(
-            lambda t: stats.tempered_loss(t, self.loss), ETS_LOG_T_BOUNDS,
-            tuple(np.log(TEMPERATURE_CAP)), type(self).__name__, xatol=1e-8)
-        score = stats.mixture_loss(self.temperature_, self.loss)
+            tempered, ETS_LOG_T_BOUNDS, tuple(np.log(TEMPERATURE_CAP)), type(self).__name__,
+            xatol=1e-8)
+        score = stats.mixture_loss(self.temperature_, self.loss) if on_gpu(z) else \
+            stats.mixture_loss(self.temperature_)
         mix = minimize(score, x0=np.ones(3) / 3, method="SLSQP", bounds=[(0.0, 1.0)] * 3,
                        constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
         self.weights_ = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
@@ -110,18 +122,8 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
         else:
             z = self._predict_input(logits, "weights_")
             out = np.empty(z.shape)
-        w1, w2, w3 = (float(w) for w in self.weights_)
-        k = z.shape[1]
-        for rows in row_blocks(z.shape[0], k, gpu=on_gpu(z)):
-            block = _as_float64(z[rows])
-            shifted = block - _row_max(block)[:, None]
-            tempered = _exp(shifted / self.temperature_)
-            plain = _exp(shifted)
-            tempered *= w1 / tempered.sum(axis=1, keepdims=True)
-            plain *= w2 / plain.sum(axis=1, keepdims=True)
-            tempered += plain
-            tempered += w3 / k
-            out[rows] = tempered
+        for rows in row_blocks(*z.shape, gpu=on_gpu(z)):
+            out[rows] = _mixture(self.weights_, self.temperature_, z[rows])
         if is_tensor(logits) and not is_tensor(out):  # a CPU tensor, computed on a numpy view
             import torch
             return torch.from_numpy(out)
@@ -144,6 +146,53 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
                              f"{expected} (X has {columns} features, but {type(self).__name__} is "
                              f"expecting {expected} features as input)")
         return z
+
+
+def _mixture(weights, temperature: float, z):
+    """``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` of a block of rows (Eq. 9): for numpy as the
+    whole-matrix code wrote it (``tensordot`` over the stacked parts, the same bits per row), for
+    a device tensor with torch's softmax in float64."""
+    if is_tensor(z):
+        z = _as_float64(z)
+        w1, w2, w3 = (float(w) for w in weights)
+        return (w1 * (z / temperature).softmax(dim=1) + w2 * z.softmax(dim=1)) + w3 / z.shape[1]
+    return np.tensordot(weights, np.stack([softmax(z / temperature, axis=1), softmax(z, axis=1),
+                                           np.full(z.shape, 1.0 / z.shape[1])]), axes=1)
+
+
+class _BlockScores:
+    """ETS's losses on numpy logits, a block of rows at a time, with the whole-matrix equations:
+    each row's score is computed by the same operations as on the whole matrix (so the same
+    bits) and the mean is taken over the N-vector of scores, as before streaming; the search and
+    the weights are thus exactly those of the unstreamed code. The two softmax parts of the
+    mixture are kept between steps of the weights' search when they are small
+    (:data:`ETS_CACHE_ELEMENTS`) and recomputed per block otherwise."""
+
+    def __init__(self, z: np.ndarray, y: np.ndarray, loss: str):
+        self.z, self.y, self.loss = z, y, loss
+        self.blocks = list(row_blocks(*z.shape))
+        self.eye = np.eye(z.shape[1])
+
+    def _mean(self, probs_of_block) -> float:
+        scores = np.empty(self.z.shape[0])
+        for rows in self.blocks:
+            p, onehot = probs_of_block(rows), self.eye[self.y[rows]]
+            if self.loss == "mse":
+                scores[rows] = ((p - onehot) ** 2).sum(axis=1)
+            else:
+                scores[rows] = -np.log(np.maximum((p * onehot).sum(axis=1), 1e-300))
+        return float(scores.mean())
+
+    def tempered_loss(self, t: float) -> float:
+        return self._mean(lambda rows: softmax(self.z[rows] / t, axis=1))
+
+    def mixture_loss(self, t: float):
+        z, k = self.z, self.z.shape[1]
+        if z.size <= ETS_CACHE_ELEMENTS:
+            parts = {rows.start: np.stack([softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1),
+                                           np.full(z[rows].shape, 1.0 / k)]) for rows in self.blocks}
+            return lambda w: self._mean(lambda rows: np.tensordot(w, parts[rows.start], axes=1))
+        return lambda w: self._mean(lambda rows: _mixture(w, t, z[rows]))
 
 
 class _RowStats:
