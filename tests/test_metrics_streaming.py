@@ -14,7 +14,7 @@ import calibnb.metrics.streaming as streaming
 from calibnb.calibration import (EnsembleTemperatureScaling, HistogramBinning, IsotonicCalibration,
                                  SplineCalibration)
 from calibnb.calibration._search import TEMPERATURE_CAP, bounded_log_search
-from calibnb.calibration.baselines import ETS_LOG_T_BOUNDS, _RowStats
+from calibnb.calibration.baselines import ETS_LOG_T_BOUNDS, _BlockScores, _RowStats
 from calibnb.metrics import adaptive_ece, bin_sums, brier, ece, error_rate, mce, nll
 from calibnb.metrics.binned_device import device_bin_sums
 from calibnb.metrics.binning import bin_edges
@@ -177,25 +177,31 @@ def test_streamed_ets_equals_the_equation(small_blocks, loss, scale):
     np.testing.assert_array_equal(ets.predict_proba(z), predict(z))
 
 
-def test_ets_without_its_cache_is_the_same(monkeypatch):
+@pytest.mark.parametrize("loss", ["mse", "nll"])
+def test_ets_from_row_sums_agrees_with_the_equation(monkeypatch, small_blocks, loss):
+    """Above ETS_EXACT_ELEMENTS the search runs on per-row sums: the same T and weights up to the
+    tolerance of the searches."""
     z, y = logits_labels(n=900, k=7, seed=7)
-    cached = EnsembleTemperatureScaling().fit(z, y)
-    monkeypatch.setattr("calibnb.calibration.baselines.ETS_CACHE_ELEMENTS", 0)
-    monkeypatch.setattr(streaming, "BLOCK_ELEMENTS", 37)
-    streamed = EnsembleTemperatureScaling().fit(z, y)
-    assert streamed.temperature_ == cached.temperature_
-    np.testing.assert_array_equal(streamed.weights_, cached.weights_)
+    t, w, predict = reference_ets(z, y, loss)
+    monkeypatch.setattr("calibnb.calibration.baselines.ETS_EXACT_ELEMENTS", 0)
+    ets = EnsembleTemperatureScaling(loss).fit(z, y)
+    assert ets.temperature_ == pytest.approx(t, rel=1e-6)
+    np.testing.assert_allclose(ets.weights_, w, atol=1e-5)
+    np.testing.assert_allclose(ets.predict_proba(z), predict(z), atol=1e-6)
 
 
 @pytest.mark.parametrize("loss", ["mse", "nll"])
 def test_ets_row_sums_on_a_cpu_tensor_equal_numpy(small_blocks, loss):
     """The device path of ETS's search, on CPU tensors: the same losses as numpy."""
     z, y = logits_labels(n=600, k=9, seed=4)
-    host, device = _RowStats(z, y), _RowStats(torch.from_numpy(z), torch.from_numpy(y))
+    host, device = _RowStats(z, y, loss), _RowStats(torch.from_numpy(z), torch.from_numpy(y), loss)
+    exact = _BlockScores(z, y, loss)  # the equation, row by row
     for t in (0.3, 1.0, 2.7):
-        assert device.tempered_loss(t, loss) == pytest.approx(host.tempered_loss(t, loss), rel=1e-13)
+        assert device.tempered_loss(t) == pytest.approx(host.tempered_loss(t), rel=1e-13)
+        assert host.tempered_loss(t) == pytest.approx(exact.tempered_loss(t), rel=1e-12)
     w = np.array([0.5, 0.3, 0.2])
-    assert device.mixture_loss(1.7, loss)(w) == pytest.approx(host.mixture_loss(1.7, loss)(w), rel=1e-13)
+    assert device.mixture_loss(1.7)(w) == pytest.approx(host.mixture_loss(1.7)(w), rel=1e-13)
+    assert host.mixture_loss(1.7)(w) == pytest.approx(exact.mixture_loss(1.7)(w), rel=1e-12)
 
 
 @pytest.mark.parametrize("device", DEVICES, indirect=True)

@@ -41,10 +41,11 @@ from ._search import TEMPERATURE_CAP, bounded_log_search
 #: below it by this relative margin, far above the metrics' tie tolerance (1e-12), so the
 #: predicted class never changes.
 TOP_MARGIN = 1e-9
-#: :class:`EnsembleTemperatureScaling` keeps the softmax parts of its weights' search between
-#: steps when the logits have at most this many entries (the parts then take 2 x 8 bytes each:
-#: 64 MB), and recomputes them a block at a time otherwise.
-ETS_CACHE_ELEMENTS = 1 << 22
+#: :class:`EnsembleTemperatureScaling` on numpy logits of at most this many entries (32 MB of
+#: float64: CIFAR's 10,000 x 100 and less) computes its losses as the equation reads, the bits of
+#: the unstreamed code, keeping the mixture's parts (3 x the logits) between steps; above it, from
+#: per-row sums, streamed (see the class).
+ETS_EXACT_ELEMENTS = 1 << 22
 #: The first search interval of ``log T`` of :class:`EnsembleTemperatureScaling`, widened
 #: (up to the temperature cap) when the optimum lies on a bound.
 ETS_LOG_T_BOUNDS = (-5.0, 5.0)
@@ -60,18 +61,17 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
     with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
 
-    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`): each step of the search
-    computes the loss of a block's rows as the equation reads (softmax, one-hot), the same bits as
-    on the whole matrix, and averages the N per-row losses, so that ``T`` and the weights are
-    those of the whole-matrix computation while no N x K temporary is held (the weights' softmax
-    parts are kept between steps only up to :data:`ETS_CACHE_ELEMENTS` entries). On a CUDA
-    tensor the search uses per-row sums computed on the device: with ``e_k = exp((z_k − max z) /
-    T)``, the Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1`` and its NLL
-    ``log s − (z_y − max z) / T`` (``s = Σ e``), and the weights' loss a quadratic form in five
-    per-row sums (Brier) or the two true-class probabilities (NLL); it reads one number per step
-    back to the host and agrees with the numpy fit to about 1e-6 (the flat optimum of a bounded
-    Brent search and SLSQP's tolerance). A CPU tensor is fitted by the numpy code on a view of
-    its memory. ``predict_proba`` of a tensor returns a float64 tensor on its device.
+    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`). Numpy logits of at most
+    :data:`ETS_EXACT_ELEMENTS` entries (CIFAR's) are scored as the equation reads, a block of
+    rows at a time, the same bits as the whole-matrix code. Larger logits, and tensors on a GPU,
+    are scored from per-row sums, holding no N x K temporary: with ``e_k = exp((z_k − max z) /
+    T)`` and ``s = Σ e``, the Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``
+    and its NLL ``log s − (z_y − max z) / T``; the weights' loss is a quadratic form in five
+    per-row sums (Brier) or a function of the two true-class probabilities (NLL). The two
+    agree to about 1e-6 in ``T`` and the weights (the same losses rounded differently; Brent's
+    ``xatol`` and SLSQP's ``ftol`` leave that much). On a GPU each step of the search reads one
+    number back to the host; a CPU tensor is fitted by the numpy code on a view of its memory.
+    ``predict_proba`` of a tensor returns a float64 tensor on its device.
 
     Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
     ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
@@ -95,19 +95,13 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        if on_gpu(logits):
-            z, y = self._fit_input_tensor(logits, labels)
-            stats = _RowStats(z, y)
-            tempered = lambda t: stats.tempered_loss(t, self.loss)  # noqa: E731
-        else:
-            z, y = self._fit_input(logits, labels)
-            stats = _BlockScores(z, y, self.loss)
-            tempered = stats.tempered_loss
+        z, y = (self._fit_input_tensor if on_gpu(logits) else self._fit_input)(logits, labels)
+        exact = not on_gpu(z) and z.size <= ETS_EXACT_ELEMENTS
+        stats = _BlockScores(z, y, self.loss) if exact else _RowStats(z, y, self.loss)
         self.temperature_ = bounded_log_search(
-            tempered, ETS_LOG_T_BOUNDS, tuple(np.log(TEMPERATURE_CAP)), type(self).__name__,
-            xatol=1e-8)
-        score = stats.mixture_loss(self.temperature_, self.loss) if on_gpu(z) else \
-            stats.mixture_loss(self.temperature_)
+            stats.tempered_loss, ETS_LOG_T_BOUNDS, tuple(np.log(TEMPERATURE_CAP)),
+            type(self).__name__, xatol=1e-8)
+        score = stats.mixture_loss(self.temperature_)
         mix = minimize(score, x0=np.ones(3) / 3, method="SLSQP", bounds=[(0.0, 1.0)] * 3,
                        constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
         self.weights_ = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
@@ -164,9 +158,8 @@ class _BlockScores:
     """ETS's losses on numpy logits, a block of rows at a time, with the whole-matrix equations:
     each row's score is computed by the same operations as on the whole matrix (so the same
     bits) and the mean is taken over the N-vector of scores, as before streaming; the search and
-    the weights are thus exactly those of the unstreamed code. The two softmax parts of the
-    mixture are kept between steps of the weights' search when they are small
-    (:data:`ETS_CACHE_ELEMENTS`) and recomputed per block otherwise."""
+    the weights are thus exactly those of the unstreamed code. For logits of at most
+    :data:`ETS_EXACT_ELEMENTS` entries, whose mixture parts are kept between steps."""
 
     def __init__(self, z: np.ndarray, y: np.ndarray, loss: str):
         self.z, self.y, self.loss = z, y, loss
@@ -188,19 +181,17 @@ class _BlockScores:
 
     def mixture_loss(self, t: float):
         z, k = self.z, self.z.shape[1]
-        if z.size <= ETS_CACHE_ELEMENTS:
-            parts = {rows.start: np.stack([softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1),
-                                           np.full(z[rows].shape, 1.0 / k)]) for rows in self.blocks}
-            return lambda w: self._mean(lambda rows: np.tensordot(w, parts[rows.start], axes=1))
-        return lambda w: self._mean(lambda rows: _mixture(w, t, z[rows]))
+        parts = {rows.start: np.stack([softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1),
+                                       np.full(z[rows].shape, 1.0 / k)]) for rows in self.blocks}
+        return lambda w: self._mean(lambda rows: np.tensordot(w, parts[rows.start], axes=1))
 
 
 class _RowStats:
     """The per-row sums of :class:`EnsembleTemperatureScaling`'s search, one pass over the
     logits each (numpy arrays, or torch tensors on their device)."""
 
-    def __init__(self, z, y):
-        self.z, self.n, self.k = z, z.shape[0], z.shape[1]
+    def __init__(self, z, y, loss: str):
+        self.z, self.n, self.k, self.loss = z, z.shape[0], z.shape[1], loss
         self.blocks = list(row_blocks(self.n, self.k, gpu=on_gpu(z)))
         self.top = _empty_vector(z, self.n)
         for rows in self.blocks:
@@ -218,16 +209,17 @@ class _RowStats:
                 sq[rows] = (e * e).sum(axis=1)
         return s, sq
 
-    def tempered_loss(self, t: float, loss: str) -> float:
+    def tempered_loss(self, t: float) -> float:
         """The mean Brier score (``"mse"``) or NLL of ``softmax(z / t)``."""
+        loss = self.loss
         s, sq = self.sums(t, square=loss == "mse")
         if loss == "mse":
             return float((sq / (s * s) - 2.0 * _exp(self.true_gap / t) / s + 1.0).mean())
         return float(_clip_max(_log(s) - self.true_gap / t, NLL_CAP).mean())
 
-    def mixture_loss(self, t: float, loss: str):
+    def mixture_loss(self, t: float):
         """The loss of ``w1 softmax(z / t) + w2 softmax(z) + w3 / K`` as a function of ``w``."""
-        k = self.k
+        k, loss = self.k, self.loss
         s1 = _empty_vector(self.z, self.n)
         s2, s11, s22, s12 = (_empty_vector(self.z, self.n) for _ in range(4))
         for rows in self.blocks:
