@@ -331,3 +331,89 @@ def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
     return value
+
+
+# --- Torch tensors kept on their device (the streamed metrics and ETS) -------------------------
+
+def check_device_logit_columns(logits, name: str = "logits"):
+    """:func:`check_logit_columns` for a torch tensor, kept on its device and in its float dtype
+    (integers become float64): ``(N, K)`` with K >= 2, or one binary column, which becomes
+    ``(0, z)``. Returns the tensor and the number of columns given."""
+    z = _device_matrix(logits, name, min_columns=1)
+    if z.shape[1] == 1:
+        return _torch().cat([z.new_zeros(z.shape), z], dim=1), 1
+    return z, z.shape[1]
+
+
+def check_device_probs_labels(probs, labels, atol: float = SIMPLEX_ATOL, names=("probs", "labels")):
+    """:func:`check_probs_labels` for torch tensors, kept on the device of ``probs`` (labels are
+    moved there); the same refusals and messages. Returns ``(probs, int64 labels)``."""
+    atol = max(atol, 2 * _HALF_EPS.get(str(getattr(probs, "dtype", "")), 0.0))
+    p = _device_matrix(probs, names[0], min_columns=2, binary=True)
+    if bool((p < 0).any()):
+        raise ValueError(f"{names[0]} contains negative probabilities (min {float(p.min()):.3g})"
+                         + _logits_hint(np.array([float(p.min()), float(p.max())])))
+    error = (p.sum(dim=1, dtype=_torch().float64) - 1.0).abs()
+    worst = float(error.max())
+    if worst > atol:
+        row = int(error.argmax())
+        raise ValueError(f"{names[0]} rows must sum to 1 (tolerance {atol:g}); row {row} sums to "
+                         f"{float(p[row].double().sum()):.6g}"
+                         + _logits_hint(np.array([float(p.min()), float(p.max())])))
+    return p, check_device_labels(labels, p, names[1], names[0])
+
+
+def check_device_labels(labels, like, name: str = "labels", probs_name: str = "probs"):
+    """:func:`check_labels` for a torch tensor (or array) of labels, as int64 on ``like``'s device,
+    with ``like.shape == (N, K)``."""
+    torch = _torch()
+    if not torch.is_tensor(labels):
+        return torch.as_tensor(check_labels(labels, like.shape[0], like.shape[1], name, probs_name),
+                               device=like.device)
+    if labels.is_floating_point():
+        if not bool((torch.isfinite(labels) & (labels == labels.round())).all()):
+            raise DtypeError(f"{name} must be integer class indices (whole numbers), got dtype "
+                             f"{labels.dtype} with other values")
+        labels = labels.to(torch.int64)
+    if labels.dtype == torch.bool or labels.is_complex() or labels.is_floating_point():
+        raise DtypeError(f"{name} must be integer class indices, got dtype {labels.dtype}")
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (n_samples,), got shape {tuple(labels.shape)}")
+    if labels.shape[0] != like.shape[0]:
+        raise ValueError(f"{name} has {labels.shape[0]} entries but {probs_name} has {like.shape[0]} rows")
+    low, high = int(labels.min()), int(labels.max())
+    if low < 0 or high >= like.shape[1]:
+        raise ValueError(f"{name} must lie in [0, {like.shape[1]}); got values in [{low}, {high}]")
+    return labels.to(device=like.device, dtype=torch.int64)
+
+
+def _device_matrix(x, name: str, min_columns: int, binary: bool = False):
+    """A finite real tensor ``(N, K)``, N >= 1, K >= 2 (one column of logits is allowed with
+    ``min_columns=1``; a 1-D ``binary`` probability column becomes ``(1 − p, p)``)."""
+    torch = _torch()
+    if x.is_sparse:
+        raise TypeError(f"{name} is sparse: sparse input is not supported; pass a dense array "
+                        f"(.toarray() or .to_dense())")
+    if x.is_complex():
+        raise DtypeError(f"{name} must hold real numbers, got dtype {x.dtype} (Complex data not supported)")
+    if x.dtype == torch.bool:
+        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
+    x = x.detach()
+    if not x.is_floating_point():
+        x = x.to(torch.float64)
+    if x.ndim == 1:
+        x = torch.stack([1.0 - x, x], dim=1) if binary else x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} is empty: it has no samples")
+    if x.shape[1] < min_columns:
+        raise ValueError(f"{name} must have at least 2 classes (columns), got {x.shape[1]}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or inf")
+    return x
+
+
+def _torch():
+    import torch
+    return torch

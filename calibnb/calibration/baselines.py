@@ -27,8 +27,12 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 
-from .._validation import check_choice, check_int, check_n_bins
+from sklearn.utils.validation import check_is_fitted
+
+from .._validation import (check_choice, check_device_labels, check_device_logit_columns,
+                           check_int, check_n_bins)
 from ..metrics.binning import assign_bins, mass_edges_sorted
+from ..metrics.streaming import is_tensor, on_gpu, row_blocks, true_class_entries
 from ..metrics.toplabel import predicted_class
 from ._base import ClassCountMixin
 from ._search import TEMPERATURE_CAP, bounded_log_search
@@ -37,9 +41,11 @@ from ._search import TEMPERATURE_CAP, bounded_log_search
 #: below it by this relative margin, far above the metrics' tie tolerance (1e-12), so the
 #: predicted class never changes.
 TOP_MARGIN = 1e-9
-#: The top-label recalibrators take the softmax of this many logits at a time (a block of rows,
-#: 32 MB in float64), so 50,000 × 1,000 logits need no full-size temporary besides the output.
-BLOCK_ENTRIES = 2**22
+#: :class:`EnsembleTemperatureScaling` on numpy logits of at most this many entries (32 MB of
+#: float64: CIFAR's 10,000 x 100 and less) computes its losses as the equation reads, the bits of
+#: the unstreamed code, keeping the mixture's parts (3 x the logits) between steps; above it, from
+#: per-row sums, streamed (see the class).
+ETS_EXACT_ELEMENTS = 1 << 22
 #: The first search interval of ``log T`` of :class:`EnsembleTemperatureScaling`, widened
 #: (up to the temperature cap) when the optimum lies on a bound.
 ETS_LOG_T_BOUNDS = (-5.0, 5.0)
@@ -48,12 +54,24 @@ ETS_LOG_T_BOUNDS = (-5.0, 5.0)
 class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     """Ensemble temperature scaling (Zhang et al. 2020, Mix-n-Match, Section 3.1).
 
-    ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K``: first ``T`` minimises the ``loss`` of
-    temperature scaling, then the weights, on the probability simplex, minimise the ``loss`` of
-    the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the default of the
-    authors' code; ``"nll"`` is the alternative it offers. ``T`` is searched over
+    ``p = w1 softmax(z / T) + w2 softmax(z) + w3 / K`` (Eq. 9): first ``T`` minimises the
+    ``loss`` of temperature scaling, then the weights, on the probability simplex, minimise the
+    ``loss`` of the mixture, both on validation data. ``loss="mse"`` (the Brier score) is the
+    default of the authors' code; ``"nll"`` is the alternative it offers. ``T`` is searched over
     ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
     with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
+
+    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`). Numpy logits of at most
+    :data:`ETS_EXACT_ELEMENTS` entries (CIFAR's) are scored as the equation reads, a block of
+    rows at a time, the same bits as the whole-matrix code. Larger logits, and tensors on a GPU,
+    are scored from per-row sums, holding no N x K temporary: with ``e_k = exp((z_k − max z) /
+    T)`` and ``s = Σ e``, the Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``
+    and its NLL ``log s − (z_y − max z) / T``; the weights' loss is a quadratic form in five
+    per-row sums (Brier) or a function of the two true-class probabilities (NLL). The two
+    agree to about 1e-6 in ``T`` and the weights (the same losses rounded differently; Brent's
+    ``xatol`` and SLSQP's ``ftol`` leave that much). On a GPU each step of the search reads one
+    number back to the host; a CPU tensor is fitted by the numpy code on a view of its memory.
+    ``predict_proba`` of a tensor returns a float64 tensor on its device.
 
     Attributes: ``temperature_``, ``weights_`` (w1, w2, w3), ``n_classes_``, ``n_features_in_``,
     ``classes_``. Logits may be one binary column, as :class:`TemperatureScaling`'s.
@@ -77,45 +95,212 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        z, y = self._fit_input(logits, labels)
-        onehot = np.eye(z.shape[1])[y]
-        score = _brier if self.loss == "mse" else _nll
+        z, y = (self._fit_input_tensor if on_gpu(logits) else self._fit_input)(logits, labels)
+        exact = not on_gpu(z) and z.size <= ETS_EXACT_ELEMENTS
+        stats = _BlockScores(z, y, self.loss) if exact else _RowStats(z, y, self.loss)
         self.temperature_ = bounded_log_search(
-            lambda t: score(softmax(z / t, axis=1), onehot), ETS_LOG_T_BOUNDS,
-            tuple(np.log(TEMPERATURE_CAP)), type(self).__name__, xatol=1e-8)
-        parts = self._parts(z)
-        mix = minimize(lambda w: score(np.tensordot(w, parts, axes=1), onehot), x0=np.ones(3) / 3,
-                       method="SLSQP", bounds=[(0.0, 1.0)] * 3,
+            stats.tempered_loss, ETS_LOG_T_BOUNDS, tuple(np.log(TEMPERATURE_CAP)),
+            type(self).__name__, xatol=1e-8)
+        score = stats.mixture_loss(self.temperature_)
+        mix = minimize(score, x0=np.ones(3) / 3, method="SLSQP", bounds=[(0.0, 1.0)] * 3,
                        constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
         self.weights_ = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
         return self
 
-    def predict_proba(self, logits) -> np.ndarray:
-        z = self._predict_input(logits, "weights_")
-        return np.tensordot(self.weights_, self._parts(z), axes=1)
+    def predict_proba(self, logits):
+        """``w1 softmax(z / T) + w2 softmax(z) + w3 / K``, float64: a numpy array, or for a torch
+        tensor a tensor on its device."""
+        if on_gpu(logits):
+            z = self._predict_input_tensor(logits, "weights_")
+            out = _empty_like_float64(z)
+        else:
+            z = self._predict_input(logits, "weights_")
+            out = np.empty(z.shape)
+        for rows in row_blocks(*z.shape, gpu=on_gpu(z)):
+            out[rows] = _mixture(self.weights_, self.temperature_, z[rows])
+        if is_tensor(logits) and not is_tensor(out):  # a CPU tensor, computed on a numpy view
+            import torch
+            return torch.from_numpy(out)
+        return out
 
-    def _parts(self, z: np.ndarray) -> np.ndarray:
-        return np.stack([softmax(z / self.temperature_, axis=1), softmax(z, axis=1),
-                         np.full(z.shape, 1.0 / z.shape[1])])
+    def _fit_input_tensor(self, logits, labels):
+        z, columns = check_device_logit_columns(logits, "logits")
+        y = check_device_labels(labels, z, "labels", probs_name="logits")
+        self.n_features_in_ = columns
+        self.n_classes_ = z.shape[1]
+        self.classes_ = np.arange(z.shape[1])
+        return z, y
+
+    def _predict_input_tensor(self, logits, fitted: str):
+        check_is_fitted(self, fitted)
+        z, columns = check_device_logit_columns(logits, "logits")
+        expected = getattr(self, "n_features_in_", self.n_classes_)
+        if expected is not None and columns != expected:
+            raise ValueError(f"logits have {columns} columns but the calibrator was fitted on "
+                             f"{expected} (X has {columns} features, but {type(self).__name__} is "
+                             f"expecting {expected} features as input)")
+        return z
 
 
-def _brier(p: np.ndarray, onehot: np.ndarray) -> float:
-    return float(((p - onehot) ** 2).sum(axis=1).mean())
+def _mixture(weights, temperature: float, z):
+    """``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` of a block of rows (Eq. 9): for numpy as the
+    whole-matrix code wrote it (``tensordot`` over the stacked parts, the same bits per row), for
+    a device tensor with torch's softmax in float64."""
+    if is_tensor(z):
+        z = _as_float64(z)
+        w1, w2, w3 = (float(w) for w in weights)
+        return (w1 * (z / temperature).softmax(dim=1) + w2 * z.softmax(dim=1)) + w3 / z.shape[1]
+    return np.tensordot(weights, np.stack([softmax(z / temperature, axis=1), softmax(z, axis=1),
+                                           np.full(z.shape, 1.0 / z.shape[1])]), axes=1)
 
 
-def _nll(p: np.ndarray, onehot: np.ndarray) -> float:
-    return float(-np.log(np.maximum((p * onehot).sum(axis=1), 1e-300)).mean())
+class _BlockScores:
+    """ETS's losses on numpy logits, a block of rows at a time, with the whole-matrix equations:
+    each row's score is computed by the same operations as on the whole matrix (so the same
+    bits) and the mean is taken over the N-vector of scores, as before streaming; the search and
+    the weights are thus exactly those of the unstreamed code. For logits of at most
+    :data:`ETS_EXACT_ELEMENTS` entries, whose mixture parts are kept between steps."""
+
+    def __init__(self, z: np.ndarray, y: np.ndarray, loss: str):
+        self.z, self.y, self.loss = z, y, loss
+        self.blocks = list(row_blocks(*z.shape))
+        self.eye = np.eye(z.shape[1])
+
+    def _mean(self, probs_of_block) -> float:
+        scores = np.empty(self.z.shape[0])
+        for rows in self.blocks:
+            p, onehot = probs_of_block(rows), self.eye[self.y[rows]]
+            if self.loss == "mse":
+                scores[rows] = ((p - onehot) ** 2).sum(axis=1)
+            else:
+                scores[rows] = -np.log(np.maximum((p * onehot).sum(axis=1), 1e-300))
+        return float(scores.mean())
+
+    def tempered_loss(self, t: float) -> float:
+        return self._mean(lambda rows: softmax(self.z[rows] / t, axis=1))
+
+    def mixture_loss(self, t: float):
+        z, k = self.z, self.z.shape[1]
+        parts = {rows.start: np.stack([softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1),
+                                       np.full(z[rows].shape, 1.0 / k)]) for rows in self.blocks}
+        return lambda w: self._mean(lambda rows: np.tensordot(w, parts[rows.start], axes=1))
 
 
-def row_blocks(n: int, k: int) -> list[slice]:
-    """Slices of rows of an ``(n, k)`` matrix holding about :data:`BLOCK_ENTRIES` entries each."""
-    step = max(1, BLOCK_ENTRIES // max(k, 1))
-    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+class _RowStats:
+    """The per-row sums of :class:`EnsembleTemperatureScaling`'s search, one pass over the
+    logits each (numpy arrays, or torch tensors on their device)."""
+
+    def __init__(self, z, y, loss: str):
+        self.z, self.n, self.k, self.loss = z, z.shape[0], z.shape[1], loss
+        self.blocks = list(row_blocks(self.n, self.k, gpu=on_gpu(z)))
+        self.top = _empty_vector(z, self.n)
+        for rows in self.blocks:
+            self.top[rows] = _row_max(_as_float64(z[rows]))
+        self.true_gap = _as_float64(true_class_entries(z, y)) - self.top  # z_y − max z ≤ 0
+
+    def sums(self, t: float, square: bool):
+        """Per row ``s = Σ e_k`` and (``square``) ``Σ e_k²`` of ``e = exp((z − max z) / t)``."""
+        s = _empty_vector(self.z, self.n)
+        sq = _empty_vector(self.z, self.n) if square else None
+        for rows in self.blocks:
+            e = _exp((_as_float64(self.z[rows]) - self.top[rows, None]) / t)
+            s[rows] = e.sum(axis=1)
+            if square:
+                sq[rows] = (e * e).sum(axis=1)
+        return s, sq
+
+    def tempered_loss(self, t: float) -> float:
+        """The mean Brier score (``"mse"``) or NLL of ``softmax(z / t)``."""
+        loss = self.loss
+        s, sq = self.sums(t, square=loss == "mse")
+        if loss == "mse":
+            return float((sq / (s * s) - 2.0 * _exp(self.true_gap / t) / s + 1.0).mean())
+        return float(_clip_max(_log(s) - self.true_gap / t, NLL_CAP).mean())
+
+    def mixture_loss(self, t: float):
+        """The loss of ``w1 softmax(z / t) + w2 softmax(z) + w3 / K`` as a function of ``w``."""
+        k, loss = self.k, self.loss
+        s1 = _empty_vector(self.z, self.n)
+        s2, s11, s22, s12 = (_empty_vector(self.z, self.n) for _ in range(4))
+        for rows in self.blocks:
+            shifted = _as_float64(self.z[rows]) - self.top[rows, None]
+            e1, e2 = _exp(shifted / t), _exp(shifted)
+            s1[rows], s2[rows] = e1.sum(axis=1), e2.sum(axis=1)
+            s11[rows], s22[rows], s12[rows] = ((e1 * e1).sum(axis=1), (e2 * e2).sum(axis=1),
+                                               (e1 * e2).sum(axis=1))
+        p1y, p2y = _exp(self.true_gap / t) / s1, _exp(self.true_gap) / s2
+        if loss == "nll":
+            p1y, p2y = _to_host(p1y), _to_host(p2y)
+            return lambda w: float(-np.log(np.maximum(w[0] * p1y + w[1] * p2y + w[2] / k,
+                                                      1e-300)).mean())
+        # Σ_k (w1 p1 + w2 p2 + w3 / K − 1[k = y])², each p summing to 1
+        m11, m22, m12 = (float((a / b).mean()) for a, b in
+                         ((s11, s1 * s1), (s22, s2 * s2), (s12, s1 * s2)))
+        m1y, m2y = float(p1y.mean()), float(p2y.mean())
+
+        def brier(w):
+            w1, w2, w3 = w
+            return (w1 * w1 * m11 + w2 * w2 * m22 + 2.0 * w1 * w2 * m12
+                    + (w3 * w3 + 2.0 * w1 * w3 + 2.0 * w2 * w3) / k
+                    - 2.0 * (w1 * m1y + w2 * m2y + w3 / k) + 1.0)
+        return brier
+
+
+#: ``-log(1e-300)``: the NLL of a true class whose probability underflows, as the search's cap.
+NLL_CAP = float(-np.log(1e-300))
+
+
+def _empty_like_float64(z):
+    import torch
+    return torch.empty(z.shape, dtype=torch.float64, device=z.device)
+
+
+def _as_float64(x):
+    if is_tensor(x):
+        import torch
+        return x.to(torch.float64)
+    return x.astype(np.float64, copy=False)
+
+
+def _empty_vector(like, n: int):
+    if is_tensor(like):
+        import torch
+        return torch.empty(n, dtype=torch.float64, device=like.device)
+    return np.empty(n)
+
+
+def _row_max(x):
+    if is_tensor(x):
+        return x.amax(dim=1)
+    return x.max(axis=1)
+
+
+def _exp(x):
+    if is_tensor(x):
+        return x.exp()
+    return np.exp(x)
+
+
+def _log(x):
+    if is_tensor(x):
+        return x.log()
+    return np.log(x)
+
+
+def _clip_max(x, top: float):
+    if is_tensor(x):
+        return x.clamp(max=top)
+    return np.minimum(x, top)
+
+
+def _to_host(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if is_tensor(x) else x
 
 
 def top_label_confidence(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(confidence, predicted class)`` of each row of logits ``z``: the softmax's top
-    probability and :func:`calibnb.metrics.toplabel.predicted_class`, a block of rows at a time."""
+    probability and :func:`calibnb.metrics.toplabel.predicted_class`, a block of rows at a time
+    (the softmax is per row, so each row's bits are the whole matrix's)."""
     conf, top = np.empty(z.shape[0]), np.empty(z.shape[0], dtype=np.int64)
     for rows in row_blocks(*z.shape):
         p = softmax(z[rows], axis=1)
@@ -127,7 +312,13 @@ def top_label_confidence(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
     """``fit``/``predict_proba`` shared by the top-label recalibrators (module docstring), which
     also set ``n_classes_``, ``n_features_in_`` and ``classes_`` (logits may be one binary
-    column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last."""
+    column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last.
+
+    Both stream over blocks of rows (:func:`calibnb.metrics.streaming.row_blocks`): the softmax
+    and the recalibration are per row, so each block's rows come out bit for bit as the whole
+    matrix's, and only the ``(N, K)`` output (of ``predict_proba``) and N-vectors are held
+    whole. They are fitted with numpy and scikit-learn: torch tensors (any device) are copied to
+    the host as float64 numpy arrays, and ``predict_proba`` returns a numpy array."""
 
     def fit(self, logits, labels):
         z, y = self._fit_input(logits, labels)
@@ -143,7 +334,7 @@ class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
         return out
 
     def _recalibrate(self, p: np.ndarray) -> np.ndarray:
-        """The probabilities ``p`` (a block of rows) with the top class's confidence recalibrated."""
+        """The recalibrated rows of the probabilities ``p`` (module docstring)."""
         n, k = p.shape
         rows, top = np.arange(n), predicted_class(p)
         conf = p[rows, top]

@@ -2,12 +2,18 @@
 
 Inputs may be numpy arrays or torch tensors; everything is computed in float64 and returned as a
 plain ``float`` fraction. Bad input raises ``ValueError``/``TypeError`` naming the argument.
+The probabilities are read a block of rows at a time (no N x K temporary of the whole matrix);
+``ece`` in both binnings, ``adaptive_ece``, ``mce``, ``nll``, ``brier`` and ``error_rate``
+compute on a CUDA tensor's device and return only the final float.
 
 Modules, one concept each:
 
 * ``binning``: equal-width / equal-mass ``(lo, hi]`` bins (``bin_edges``, ``assign_bins``,
   ``bin_sums``), reused by the calibrators' grid search and by AdaFocal;
 * ``toplabel``: confidence and correctness of the predicted class;
+* ``streaming``: blocks of rows; ``rowpass``: one validated pass for the per-row statistics
+  (confidence, correctness, true-class probability, sum of squares), on the host or a device;
+  ``binned_device``: the ECE's bins summed on a torch device;
 * ``binned``: ECE, AdaECE, MCE, classwise ECE, reliability table;
 * ``bias_corrected``: Kumar et al.'s debiased L2 ECE, Roelofs et al.'s ECE_SWEEP;
 * ``smooth``: Błasiok & Nakkiran's smooth ECE;

@@ -17,6 +17,9 @@ import pandas as pd
 
 from calibnb._validation import check_choice, check_n_bins, check_probs_labels
 from calibnb.metrics.binning import BINNINGS, assign_bins_unchecked, bin_sums_unchecked, mass_edges_sorted
+from calibnb.metrics.binned_device import device_bin_sums
+from calibnb.metrics.rowpass import row_statistics
+from calibnb.metrics.streaming import is_tensor
 from calibnb.metrics.toplabel import top_label
 
 _CLASSWISE_CHUNK = 1 << 22  # probabilities binned per step of classwise_ece (bounds memory)
@@ -27,6 +30,8 @@ def ece(probs, labels, n_bins: int = 15, binning: str = "width") -> float:
 
     ``binning="width"``: 15 equal-width ``(lo, hi]`` bins as in the papers' tables (ECE);
     ``binning="mass"``: equal-mass bins without dropping samples (AdaECE / ECE_EM).
+    One streamed pass over ``probs`` (:func:`calibnb.metrics.rowpass.row_statistics`), then the
+    N confidences are binned; a torch tensor is reduced and binned on its device (CPU or CUDA).
 
     Examples
     --------
@@ -41,7 +46,7 @@ def ece(probs, labels, n_bins: int = 15, binning: str = "width") -> float:
     >>> ece([[0.75, 0.25]] * 4, [0, 0, 0, 1])
     0.0
     """
-    conf, correct = top_label(probs, labels)
+    conf, correct, _, _ = row_statistics(probs, labels)
     return ece_from_bins(*_top_label_bins(conf, correct, n_bins, binning))
 
 
@@ -72,7 +77,7 @@ def mce(probs, labels, n_bins: int = 15, binning: str = "width") -> float:
     >>> round(mce(probs, labels), 4)  # the bins of 0.45 (right) and of 0.55 (wrong)
     0.55
     """
-    conf, correct = top_label(probs, labels)
+    conf, correct, _, _ = row_statistics(probs, labels)
     return mce_from_bins(*_top_label_bins(conf, correct, n_bins, binning))
 
 
@@ -176,10 +181,13 @@ def reliability_table(probs, labels, n_bins: int = 15, binning: str = "width") -
     )
 
 
-def _top_label_bins(conf: np.ndarray, correct: np.ndarray, n_bins, binning: str):
-    """Validate the binning arguments and return the per-bin sums of the top-label view."""
+def _top_label_bins(conf, correct, n_bins, binning: str):
+    """Validate the binning arguments and return the per-bin sums of the top-label view (summed
+    on the device of tensors, :func:`calibnb.metrics.binned_device.device_bin_sums`)."""
     n_bins = check_n_bins(n_bins)
     check_choice(binning, "binning", BINNINGS)
+    if is_tensor(conf):
+        return device_bin_sums(conf, correct, n_bins, binning)
     edges = _edges(conf, n_bins, binning)
     return bin_sums_unchecked(assign_bins_unchecked(conf, edges), n_bins, conf, correct)
 

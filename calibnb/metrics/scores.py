@@ -1,11 +1,16 @@
-"""Proper scores and accuracy: negative log-likelihood, Brier score, error rate."""
+"""Proper scores and accuracy: negative log-likelihood, Brier score, error rate.
+
+Each reads the probabilities once, a block of rows at a time
+(:func:`calibnb.metrics.rowpass.row_statistics`); torch tensors are reduced on their device and
+only the mean comes back. ``nll_unchecked``/``brier_unchecked`` are the whole-matrix forms of
+the equations, used by ``calibration_report`` and held equal to the streamed ones by the tests.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_probs_labels
-from calibnb.metrics.toplabel import top_label
+from calibnb.metrics.rowpass import row_statistics
 
 #: ``nll`` clips the true-class probability below at float64's machine epsilon, as
 #: ``sklearn.metrics.log_loss`` does for float64 input, so a probability of exactly 0 costs
@@ -27,7 +32,8 @@ def nll(probs, labels) -> float:
     >>> round(nll([[1.0, 0.0]], [1]), 2)
     36.04
     """
-    return nll_unchecked(*check_probs_labels(probs, labels))
+    _, _, p_true, _ = row_statistics(probs, labels, true_class=True)
+    return nll_from_true_class(p_true)
 
 
 def brier(probs, labels) -> float:
@@ -41,7 +47,8 @@ def brier(probs, labels) -> float:
     >>> brier([[0.0, 1.0]], [0])  # the worst prediction
     2.0
     """
-    return brier_unchecked(*check_probs_labels(probs, labels))
+    _, _, p_true, sum_sq = row_statistics(probs, labels, true_class=True, squares=True)
+    return float((sum_sq - 2.0 * p_true + 1.0).mean())
 
 
 def error_rate(probs, labels) -> float:
@@ -53,14 +60,20 @@ def error_rate(probs, labels) -> float:
     >>> error_rate([[0.7, 0.2, 0.1], [0.1, 0.55, 0.35], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]], [0, 2, 1, 2])
     0.5
     """
-    _, correct = top_label(probs, labels)
+    _, correct, _, _ = row_statistics(probs, labels)
     return float(1.0 - correct.mean())
 
 
 def nll_unchecked(p: np.ndarray, y: np.ndarray) -> float:
     """``nll`` on validated float64 probabilities and int64 labels."""
-    p_true = p[np.arange(p.shape[0]), y]
-    return float(-np.log(np.maximum(p_true, NLL_EPS)).mean())
+    return nll_from_true_class(p[np.arange(p.shape[0]), y])
+
+
+def nll_from_true_class(p_true) -> float:
+    """-mean log max(p_y, ``NLL_EPS``) of the true-class probabilities (numpy or torch)."""
+    if isinstance(p_true, np.ndarray):
+        return float(-np.log(np.maximum(p_true, NLL_EPS)).mean())
+    return float(-p_true.clamp(min=NLL_EPS).log().mean())
 
 
 def brier_unchecked(p: np.ndarray, y: np.ndarray) -> float:

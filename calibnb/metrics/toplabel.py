@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibnb._validation import check_probs_labels
 
 
 #: Probabilities within this relative distance of a row's largest count as tied with it: far above
@@ -39,8 +38,12 @@ def top_label(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     >>> top_label([[0.5, 0.5]], [1])
     (array([0.5]), array([0.]))
     """
-    p, y = check_probs_labels(probs, labels)
-    return top_label_unchecked(p, y)
+    from calibnb.metrics.rowpass import row_statistics  # rowpass builds on this module
+
+    conf, correct, _, _ = row_statistics(probs, labels)
+    if not isinstance(conf, np.ndarray):  # a tensor's statistics, computed on its device
+        conf, correct = conf.cpu().numpy(), correct.cpu().numpy()
+    return conf, correct
 
 
 def top_label_unchecked(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
