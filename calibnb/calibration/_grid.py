@@ -69,7 +69,7 @@ class FocalGrid:
     only lose to the threads' synchronisation. The threshold sits between the paper's grid on
     10 classes (5000 validation samples: 2.25e8 evaluations, where the compilation, paid once
     per fresh process as in every training run, costs more than it saves) and on 100 classes
-    (2.25e9, where the compiled kernel saves far more than it costs; ``bench/bench_calibration.py``
+    (2.25e9, where the compiled kernel saves far more than it costs; ``bench/bench_fts_grid.py``
     prints both ratios). With at most ``CLASS_MAJOR_UP_TO`` classes the logits are stored
     classes first, (K, N): the compiled kernel's per-γ sums over a few classes then vectorise
     across samples; across classes otherwise.

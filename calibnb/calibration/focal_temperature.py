@@ -19,7 +19,7 @@ else: the temperature-free part of the softmax once, the γ-free terms once per 
 registers rather than stored), only the top class and the label per γ; the equal-mass ECE of
 the candidates runs on PyTorch's thread count. Large grids run through ``torch.compile``, whose
 one-off cost (seconds, paid by the first large fit of each Python process)
-``bench/bench_calibration.py`` reports separately from the fit, with the fit's speed-up over the
+``bench/bench_fts_grid.py`` reports separately from the fit, with the fit's speed-up over the
 straightforward loop on the machine it runs on.
 """
 

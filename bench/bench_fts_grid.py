@@ -20,7 +20,7 @@ kernel's time, compilation included, as a ratio of the eager kernel's (the ECE, 
 both, left out). Below 1 compiling pays; the threshold is right where the 10-class ratio is
 above 1 and the 100-class one below.
 
-Run: ``.venv/bin/python bench/bench_calibration.py``.
+Run: ``.venv/bin/python bench/bench_fts_grid.py``.
 """
 
 from __future__ import annotations
