@@ -290,7 +290,8 @@ def test_fused_kernel_equals_the_exact_kernel(k, gammas):
     gammas = np.asarray(gammas, dtype=np.float64)
     for temperature in (0.05, 0.7, 3.0):
         t = torch.tensor(temperature, dtype=torch.float64)
-        args = (grid.h, grid.gap, grid.top, grid.y, t, torch.from_numpy(gammas), grid.class_dim)
+        (block,) = grid.blocks  # 300 rows: one block of rows
+        args = (*block, t, torch.from_numpy(gammas), grid.class_dim)
         powers = power_plan(gammas)
         fused = _fused_top_kernel(*args, powers=powers, fine=fine_plan(gammas, powers))
         exact = _focal_top_kernel(*args)

@@ -194,8 +194,7 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         keep = line_t > 0
         self.line_ = (float(intercept), float(slope))
         self.line_gammas_, self.line_temperatures_ = line_g[keep], line_t[keep]
-        self.line_scores_ = np.array([self._criterion(grid, np.array([g]), t)[0]
-                                      for g, t in zip(self.line_gammas_, self.line_temperatures_)])
+        self.line_scores_ = self._points(grid, self.line_gammas_, self.line_temperatures_)
         # The two searched rows are candidates too, so the line search never loses to them.
         candidates = [(self.scores_[i, j], ends[i], temperatures[j])
                       for i, j in enumerate(np.argmin(self.scores_, axis=1))]
@@ -206,6 +205,16 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         score, gamma, temperature = min(candidates, key=lambda c: c[0])
         self._select(gamma, temperature, score)
         return self
+
+    def _points(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray) -> np.ndarray:
+        """The criterion at the points (γ_i, T_i): one kernel call each, one batched ECE for all."""
+        if gammas.size == 0:
+            return np.empty(0)
+        conf, log_p = (np.concatenate(a) for a in zip(*(
+            grid.evaluate(t, np.array([g])) for g, t in zip(gammas, temperatures))))
+        if self.criterion == "nll":
+            return -np.maximum(log_p, np.log(NLL_EPS)).mean(axis=1)
+        return batched_ece(conf, grid.correct, self.n_bins, self.binning)
 
     def _select(self, gamma, temperature, score) -> None:
         self.gamma_, self.temperature_ = float(gamma), float(temperature)
