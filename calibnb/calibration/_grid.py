@@ -76,6 +76,11 @@ class FocalGrid:
     prints both ratios). With at most ``CLASS_MAJOR_UP_TO`` classes the logits are stored
     classes first, (K, N): the compiled kernel's per-γ sums over a few classes then vectorise
     across samples; across classes otherwise.
+
+    The logits are held, and evaluated, in blocks of rows (:func:`row_blocks`, about
+    ``BLOCK_ELEMENTS`` logits each): each kernel call's temporaries are a block's, in cache,
+    so the peak extra memory is ``h`` (the size of the float64 logits) plus a few blocks and
+    the (n_gammas, N) results, whatever N and K.
     """
 
     def __init__(self, z: np.ndarray, y: np.ndarray, n_evaluations: float = 0.0):

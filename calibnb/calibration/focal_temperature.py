@@ -68,7 +68,10 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         (``_loop_surface()``, the reference: same selection, far slower); ``"line"`` is the paper's
         3m search: the best T for the smallest and the largest γ, then m = len(temperatures)
         points on the line through them, with γ evenly spaced over [min γ, max γ] (points with
-        T <= 0 are skipped).
+        T <= 0 are skipped). The m points are scored in one batch. Not the grid's optimum but
+        close to it: on DenseNet CIFAR-100 validation logits its ECE is within 0.005 of the
+        grid's (lower there, its γ being off the grid; tested), in a third of the grid's
+        evaluations (``bench/bench_fts_grid.py --line`` times both).
     n_bins, binning : int, {"width", "mass"}
         The ECE of the criterion; the paper uses 15 equal-mass bins.
 
