@@ -32,7 +32,7 @@ Modes (issue 30), each on its own line of output with the command that reproduce
   cross-entropy of z / T) and FTS on ``--fts-temperatures`` of the paper's grid: seconds, and
   peak extra memory over the float64 logits (tracemalloc and max RSS after the logits exist).
 
-Run: ``.venv/bin/python bench/bench_fts_grid.py [--cold | --line | --large N K]``.
+Run: ``.venv/bin/python bench/bench_fts_grid.py [--cold | --line | --large N K [ROUNDS]]``.
 """
 
 from __future__ import annotations
@@ -225,12 +225,12 @@ def large_child(what: str, n: int, k: int, fts_temperatures: int) -> None:
     print(f"{seconds} {traced / z.nbytes} {rss / z.nbytes}")
 
 
-def large(n: int, k: int, fts_temperatures: int = 10) -> None:
+def large(n: int, k: int, rounds: int = 2, fts_temperatures: int = 10) -> None:
     import subprocess
     import sys
     print(f"Synthetic logits {n} x {k} (float64 {n * k * 8 / 2**20:.0f} MiB), fresh process each")
     print(f"  command: .venv/bin/python bench/bench_fts_grid.py --large {n} {k}")
-    for what in ("lbfgs", "ts-ece", "lbfgs", "ts-ece", "fts"):
+    for what in ("lbfgs", "ts-ece") * rounds + ("fts",):
         out = subprocess.run([sys.executable, __file__, "--large-child", what, str(n), str(k),
                               str(fts_temperatures)], check=True, capture_output=True,
                              text=True).stdout.split()
@@ -254,7 +254,7 @@ if __name__ == "__main__":
     elif args[:1] == ["--line"]:
         line()
     elif args[:1] == ["--large"]:
-        large(int(args[1]), int(args[2]))
+        large(int(args[1]), int(args[2]), *map(int, args[3:4]))
     elif args[:1] == ["--large-child"]:
         large_child(args[1], int(args[2]), int(args[3]), int(args[4]))
     else:
