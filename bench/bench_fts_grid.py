@@ -20,7 +20,19 @@ kernel's time, compilation included, as a ratio of the eager kernel's (the ECE, 
 both, left out). Below 1 compiling pays; the threshold is right where the 10-class ratio is
 above 1 and the 100-class one below.
 
-Run: ``.venv/bin/python bench/bench_calibration.py``.
+Modes (issue 30), each on its own line of output with the command that reproduces it:
+
+* ``--cold``: FTS's first fit on real DenseNet CIFAR-100 logits (5000 × 100) in fresh
+  processes, each with an empty ``torch.compile`` cache (``TORCHINDUCTOR_CACHE_DIR`` and
+  ``TRITON_CACHE_DIR`` in a new temporary folder), against a second, warm fit in the same process.
+* ``--line``: ``search="line"`` against the full grid on the same logits, interleaved, and the
+  gap between the validation criteria of their choices.
+* ``--large N K``: in a fresh subprocess each, TS with the ECE grid, a float32 L-BFGS NLL
+  temperature fit (TorchUncertainty's ``Scaler``: ``LBFGS(lr=0.1, max_iter=100)`` on the mean
+  cross-entropy of z / T) and FTS on ``--fts-temperatures`` of the paper's grid: seconds, and
+  peak extra memory over the float64 logits (tracemalloc and max RSS after the logits exist).
+
+Run: ``.venv/bin/python bench/bench_fts_grid.py [--cold | --line | --large N K [ROUNDS]]``.
 """
 
 from __future__ import annotations
@@ -120,5 +132,130 @@ def main() -> None:
     print(compile_threshold(K, compile_s))
 
 
+REAL = "cifar100-densenet-bc-100"
+
+
+def real_validation():
+    from calibnb.data import load_predictions
+    z, y = load_predictions(REAL)
+    return z[:N].astype(np.float64), y[:N]
+
+
+def timed_fit(**params):
+    z, y = real_validation()
+    start = time.perf_counter()
+    fts = FocalTemperatureScaling(**params).fit(z, y)
+    return time.perf_counter() - start, fts
+
+
+def cold_child() -> None:
+    first, _ = timed_fit()
+    second, _ = timed_fit()
+    print(f"{first} {second}")
+
+
+def cold(processes: int = 3) -> None:
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    print(f"FTS first fit, fresh process, empty compile cache, real {REAL} logits ({N} x 100)")
+    print("  command: .venv/bin/python bench/bench_fts_grid.py --cold")
+    for _ in range(processes):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=cache)
+            out = subprocess.run([sys.executable, __file__, "--cold-child"], env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+        first, warm = float(out[-2]), float(out[-1])
+        print(f"  cold {first:7.2f} s  warm {warm:7.2f} s  cold/warm {first / warm:5.2f}")
+
+
+def line(repeats: int = 3) -> None:
+    import warnings
+    print(f"FTS search='line' vs the full grid, real {REAL} logits ({N} x 100), equal-mass ECE")
+    print("  command: .venv/bin/python bench/bench_fts_grid.py --line")
+    timed_fit(); timed_fit(search="line")  # compile outside the timings
+    best = {"grid": math.inf, "line": math.inf}
+    chosen = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(repeats):
+            for search in best:
+                seconds, fts = timed_fit(search=search)
+                best[search] = min(best[search], seconds)
+                chosen[search] = (fts.gamma_, fts.temperature_, fts.best_score_)
+                print(f"  {search}: {seconds:6.2f} s  gamma={fts.gamma_:.4g} "
+                      f"T={fts.temperature_:.4g} ECE={fts.best_score_:.5f}")
+    print(f"  best of {repeats}: grid {best['grid']:.2f} s, line {best['line']:.2f} s, "
+          f"grid/line {best['grid'] / best['line']:.2f}; criterion line - grid "
+          f"{chosen['line'][2] - chosen['grid'][2]:+.5f}")
+
+
+def large_child(what: str, n: int, k: int, fts_temperatures: int) -> None:
+    import resource
+    import tracemalloc
+
+    import torch
+    from calibnb.calibration import TemperatureScaling
+    rng = np.random.default_rng(SEED)
+    z = rng.normal(scale=3.0, size=(n, k))
+    y = np.where(rng.random(n) < 0.7, z.argmax(axis=1), rng.integers(0, k, n))
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    start = time.perf_counter()
+    if what == "ts-ece":
+        TemperatureScaling().fit(z, y)
+    elif what == "lbfgs":
+        logits, labels = torch.from_numpy(z).float(), torch.from_numpy(y)
+        t = torch.nn.Parameter(torch.ones(1))
+        optimiser = torch.optim.LBFGS([t], lr=0.1, max_iter=100)
+
+        def closure():
+            optimiser.zero_grad()
+            loss = torch.nn.functional.cross_entropy(logits / t, labels)
+            loss.backward()
+            return loss
+        optimiser.step(closure)
+    else:
+        temps = PAPER_FTS_TEMPERATURES[:: PAPER_FTS_TEMPERATURES.size // fts_temperatures]
+        FocalTemperatureScaling(gammas=PAPER_GAMMAS, temperatures=temps).fit(z, y)
+    seconds = time.perf_counter() - start
+    traced = tracemalloc.get_traced_memory()[1]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base_rss
+    print(f"{seconds} {traced / z.nbytes} {rss / z.nbytes}")
+
+
+def large(n: int, k: int, rounds: int = 2, fts_temperatures: int = 10) -> None:
+    import subprocess
+    import sys
+    print(f"Synthetic logits {n} x {k} (float64 {n * k * 8 / 2**20:.0f} MiB), fresh process each")
+    print(f"  command: .venv/bin/python bench/bench_fts_grid.py --large {n} {k}")
+    for what in ("lbfgs", "ts-ece") * rounds + ("fts",):
+        out = subprocess.run([sys.executable, __file__, "--large-child", what, str(n), str(k),
+                              str(fts_temperatures)], check=True, capture_output=True,
+                             text=True).stdout.split()
+        seconds, traced, rss = map(float, out[-3:])
+        extra = ""
+        if what == "fts":
+            per = seconds / (fts_temperatures * PAPER_GAMMAS.size * n * k)
+            extra = (f" ({fts_temperatures} T x 9 gamma: {per * 1e9:.2f} ns per (sample, class, "
+                     f"gamma, T), whole paper grid ~{per * 4500 * n * k:.0f} s)")
+        print(f"  {what:7s} {seconds:7.2f} s  peak extra / logits: tracemalloc {traced:4.2f}, "
+              f"max RSS {rss:4.2f}{extra}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    args = sys.argv[1:]
+    if args[:1] == ["--cold"]:
+        cold()
+    elif args[:1] == ["--cold-child"]:
+        cold_child()
+    elif args[:1] == ["--line"]:
+        line()
+    elif args[:1] == ["--large"]:
+        large(int(args[1]), int(args[2]), *map(int, args[3:4]))
+    elif args[:1] == ["--large-child"]:
+        large_child(args[1], int(args[2]), int(args[3]), int(args[4]))
+    else:
+        main()

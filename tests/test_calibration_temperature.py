@@ -116,3 +116,42 @@ def test_bad_input():
         TemperatureScaling("brier").fit(z, y)
     with pytest.raises(ValueError, match="binning"):
         TemperatureScaling(binning="quantile").fit(z, y)
+
+
+def _device(name):
+    if name == "cuda" and not torch.cuda.is_available():
+        pytest.fail("the gpu tests need a CUDA device")
+    return torch.device(name)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("binning", ["width", "mass"])
+def test_streamed_ece_grid_equals_the_metric_at_every_temperature(device, binning, monkeypatch):
+    """The streamed top-label confidences (several blocks of rows, a near-tie that the metric's
+    TIE_RTOL rule breaks towards the first class at a high T) score each grid temperature as
+    ece(softmax(z / T), y) does, to rounding; on the logits' device."""
+    from calibnb.calibration import _grid
+    from calibnb.calibration.temperature import top_label_confidences
+    from calibnb.calibration._grid import batched_ece
+    monkeypatch.setattr(_grid, "BLOCK_ELEMENTS", 700)  # 70 rows of 10 classes per block
+    z, y = overconfident(5, n=500)
+    z[3] = 0.0
+    z[3, 4], z[3, 1] = 2.0, 2.0 - 1e-13  # near-tie: the first class wins at large T
+    y[3] = 1
+    temperatures = np.array([0.05, 0.5, 1.0, 3.0, 50.0, 5e3])
+    conf, correct = top_label_confidences(torch.from_numpy(z).to(_device(device)),
+                                          torch.from_numpy(y).to(_device(device)), temperatures)
+    assert conf.device.type == device
+    fast = batched_ece(conf.cpu().numpy(), correct.cpu().numpy(), 15, binning)
+    reference = [ece(softmax(z / t, axis=1), y, 15, binning) for t in temperatures]
+    np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12)
+    assert correct[-1, 3] == 1.0 and correct[0, 3] == 0.0  # TIE_RTOL: class 1 first at T = 5e3
+
+
+def test_streamed_ece_grid_selects_as_the_plain_loop():
+    z, y = overconfident(6, n=2000, k=50)
+    ts = TemperatureScaling(binning="mass").fit(z, y)
+    loop = [ece(softmax(z / t, axis=1), y, 15, "mass") for t in ts.temperatures_]
+    np.testing.assert_allclose(ts.scores_, loop, rtol=0, atol=1e-12)
+    assert ts.temperature_ == ts.temperatures_[int(np.argmin(loop))]
+    assert ts.best_score_ == ece(ts.predict_proba(z), y, 15, "mass")

@@ -41,6 +41,9 @@ CLASS_MAJOR_UP_TO = 32
 POWER_STEP, MAX_POWER = 0.25, 20
 #: :func:`fine_plan`: the finest step ``1 / MAX_FINE_STEPS`` and the most steps ``MAX_FINE_POWER``.
 MAX_FINE_STEPS, MAX_FINE_POWER = 100, 64
+#: :func:`row_blocks`: the streaming passes hold about this many logits (1 MiB of float64) at a
+#: time, so their temporaries stay in a core's cache whatever the size of the logits.
+BLOCK_ELEMENTS = 2**17
 #: :func:`batched_ece` gives each thread a block of at least this many candidates (rows).
 ROWS_PER_THREAD = 32
 
@@ -69,46 +72,67 @@ class FocalGrid:
     only lose to the threads' synchronisation. The threshold sits between the paper's grid on
     10 classes (5000 validation samples: 2.25e8 evaluations, where the compilation, paid once
     per fresh process as in every training run, costs more than it saves) and on 100 classes
-    (2.25e9, where the compiled kernel saves far more than it costs; ``bench/bench_calibration.py``
+    (2.25e9, where the compiled kernel saves far more than it costs; ``bench/bench_fts_grid.py``
     prints both ratios). With at most ``CLASS_MAJOR_UP_TO`` classes the logits are stored
     classes first, (K, N): the compiled kernel's per-γ sums over a few classes then vectorise
     across samples; across classes otherwise.
+
+    The logits are held, and evaluated, in blocks of rows (:func:`row_blocks`, about
+    ``BLOCK_ELEMENTS`` logits each): each kernel call's temporaries are a block's, in cache,
+    so the peak extra memory is ``h`` (the size of the float64 logits) plus a few blocks and
+    the (n_gammas, N) results, whatever N and K.
     """
 
     def __init__(self, z: np.ndarray, y: np.ndarray, n_evaluations: float = 0.0):
         logits = torch.from_numpy(np.ascontiguousarray(z))
-        self.y = torch.from_numpy(y)
-        self.top = logits.argmax(dim=1)
-        self.correct = (self.top == self.y).numpy().astype(np.float64)
-        is_top = torch.arange(logits.shape[1]) == self.top[:, None]
-        others = torch.where(is_top, -torch.inf, logits)
-        second = others.amax(dim=1)
-        h = others - second[:, None]
+        labels = torch.from_numpy(y)
         self.class_dim = 0 if logits.shape[1] <= CLASS_MAJOR_UP_TO else 1
-        self.h = (h.T if self.class_dim == 0 else h).contiguous()
-        self.gap = second - logits.amax(dim=1)  # z_(2) − z_top <= 0
+        # built and evaluated one block of rows at a time: the temporaries of a block stay
+        # in cache, and the peak extra memory is h (the size of the logits) plus a block's
+        self.blocks = [self._block(logits[rows], labels[rows]) for rows in
+                       row_blocks(*logits.shape)]
+        self.correct = np.concatenate([(b[2] == b[3]).numpy() for b in self.blocks]
+                                      ).astype(np.float64)
         self.compiled = n_evaluations * z.size > COMPILE_ABOVE
         self.kernel = _compiled_kernel() if self.compiled else _focal_top_kernel
+
+    def _block(self, logits: torch.Tensor, y: torch.Tensor) -> tuple:
+        """``(h, gap, top, y)`` of one block of rows (``h`` in the grid's class layout)."""
+        top = logits.argmax(dim=1)
+        is_top = torch.arange(logits.shape[1]) == top[:, None]
+        others = torch.where(is_top, -torch.inf, logits)
+        second = others.amax(dim=1)
+        h = others.sub_(second[:, None])
+        gap = second - logits.amax(dim=1)  # z_(2) − z_top <= 0
+        return (h.T if self.class_dim == 0 else h).contiguous(), gap, top, y
 
     def evaluate(self, temperature: float, gammas: np.ndarray):
         """``(conf, log_p_label)`` of shape (n_gammas, N) at one ``temperature`` and every γ."""
         g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
         t = torch.tensor(float(temperature), dtype=torch.float64)
-        args = (self.h, self.gap, self.top, self.y, t, g, self.class_dim)
         if self.compiled:
             # shared powers only in the compiled kernel: the eager one keeps the exact formulas
             # of focal_softmax, so a small grid rounds ties between samples as the
             # per-candidate loop does
             powers, fine = _plans(tuple(g.tolist()))
-            conf, log_p_label = self.kernel(*args, powers=powers, fine=fine)
+            parts = [self.kernel(*block, t, g, self.class_dim, powers=powers, fine=fine)
+                     for block in self.blocks]
         else:
             with single_threaded():
-                conf, log_p_label = self.kernel(*args)
+                parts = [self.kernel(*block, t, g, self.class_dim) for block in self.blocks]
+        conf, log_p_label = (torch.cat(p) for p in zip(*parts))
         return conf.T.numpy(), log_p_label.T.numpy()
 
 
+def row_blocks(n: int, k: int) -> list:
+    """Slices of the ``n`` rows of (n, k) logits, about :data:`BLOCK_ELEMENTS` logits each."""
+    rows = max(1, BLOCK_ELEMENTS // max(k, 1))
+    return [slice(start, min(start + rows, n)) for start in range(0, n, rows)]
+
+
 def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
-    """Top-label ECE of each row of ``conf`` (M, N) against the shared ``correct`` (N,).
+    """Top-label ECE of each row of ``conf`` (M, N) against ``correct``: shared (N,), or one row
+    per row of ``conf`` (M, N).
 
     Row ``i`` equals ``calibnb.metrics.ece(P_i, labels, n_bins, binning)`` for any probabilities
     ``P_i`` whose top-class probabilities are ``conf[i]`` and whose correctness is ``correct``.
@@ -120,8 +144,10 @@ def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str
     workers = min(torch.get_num_threads(), conf.shape[0] // ROWS_PER_THREAD)
     if workers > 1:
         blocks = np.array_split(conf, workers)
+        rights = (np.array_split(correct, workers) if correct.ndim == 2
+                  else [correct] * workers)
         return np.concatenate(list(_thread_pool(workers).map(
-            lambda block: _batched_ece(block, correct, n_bins, binning), blocks)))
+            lambda args: _batched_ece(*args, n_bins, binning), zip(blocks, rights))))
     return _batched_ece(conf, correct, n_bins, binning)
 
 

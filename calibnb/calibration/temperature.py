@@ -10,17 +10,31 @@ Two ways to choose ``T``:
   fixed and warns (:class:`~calibnb.calibration.EdgeOfSearchWarning`).
 * ``criterion="nll"`` minimises the validation negative log-likelihood exactly, by bounded scalar
   minimisation over ``log T`` (the NLL is convex in ``1 / T``), as Guo et al. do with L-BFGS.
+
+Speed and memory: the ECE grid needs only each row's top-label confidence at each ``T``,
+``p_top = 1 / Σ_k exp((z_k − z_max) / T)`` (:func:`top_label_confidences`), so it never forms the
+probability matrix: it streams over blocks of rows (:func:`calibnb.calibration._grid.row_blocks`,
+peak extra memory a few MiB plus the (n_T, N) confidences) with one exponential per logit and
+temperature, on the logits' own device (a CUDA tensor stays on the GPU), and the binned ECE of
+all temperatures at once (:func:`calibnb.calibration._grid.batched_ece`). It agrees with
+``ece(softmax(z / T), y)`` to rounding (the sums run in another order), which the tests check.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+
 import numpy as np
 from scipy.special import log_softmax, softmax
+import torch
 from sklearn.base import BaseEstimator
 
+from .._threads import single_threaded
 from .._validation import check_choice, check_grid, check_n_bins
-from ..metrics import ece
+from ..metrics.toplabel import TIE_RTOL, top_label_unchecked
 from ._base import ClassCountMixin
+from ._grid import batched_ece, row_blocks
 from ._search import bounded_log_search, grid_search
 
 #: The papers' temperature grid 0.1, 0.2, …, 10.0 (Mukhoti et al. 2020, ``temperature_scaling.py``).
@@ -98,19 +112,76 @@ class TemperatureScaling(ClassCountMixin, BaseEstimator):
             self.temperature_ = nll_temperature(z, y)
             self.best_score_ = softmax_nll(z, y, self.temperature_)
             return self
+        logits, labels = torch.from_numpy(z), torch.from_numpy(y)
+
         def score(axes):
-            return np.array([ece(softmax(z / t, axis=1), y, n_bins, self.binning) for t in axes[0]])
+            conf, correct = top_label_confidences(logits, labels, axes[0])
+            return batched_ece(conf.cpu().numpy(), correct.cpu().numpy(), n_bins, self.binning)
 
         (self.temperatures_,), self.scores_ = grid_search(
             score, [grid], ["temperature"], [self.temperatures is None], type(self).__name__)
         best = int(np.argmin(self.scores_))  # the first minimum, as the papers' strict `<` scan
         self.temperature_ = float(self.temperatures_[best])
-        self.best_score_ = float(self.scores_[best])
+        # the selected score as ece(predict_proba(z), y) rounds it, to the last bit
+        conf, correct = softmax_top_label(z, y, self.temperature_)
+        self.best_score_ = float(batched_ece(conf[None], correct, n_bins, self.binning)[0])
         return self
 
     def predict_proba(self, logits) -> np.ndarray:
         """``softmax(logits / temperature_)`` in float64."""
         return softmax(self._predict_input(logits, "temperature_") / self.temperature_, axis=1)
+
+
+def top_label_confidences(logits: torch.Tensor, labels: torch.Tensor, temperatures):
+    """Top-label ``(conf, correct)`` of ``softmax(logits / T)`` for every ``T``: float64 tensors of
+    shape (n_T, N), on the device of ``logits`` (validated (N, K), float64 or float32, and int64
+    ``labels``). As :func:`calibnb.metrics.top_label`: the predicted class is the first whose
+    probability is within ``TIE_RTOL`` of the row's largest, so a near-tie at a high ``T`` may
+    pick another class than ``argmax z``; ``conf`` is its probability.
+
+    ``p_k = exp((z_k − max z) / T) / Σ_j exp((z_j − max z) / T)``: per block of rows, ``z − max z``
+    once, then per temperature one product, one ``exp`` (in place) and one row sum; only
+    the rows whose two largest logits are close enough for a near-tie at ``T`` are looked at
+    class by class, the others predict ``argmax z`` (the largest ``exp`` is exactly 1).
+    """
+    n, k = logits.shape
+    conf = torch.empty((len(temperatures), n), dtype=torch.float64, device=logits.device)
+    correct = torch.empty_like(conf)
+    temperatures = np.asarray(temperatures, dtype=np.float64).tolist()
+    with single_threaded() if logits.device.type == "cpu" else contextlib.nullcontext():
+        for rows in row_blocks(n, k):
+            _block_top_label(logits[rows], labels[rows], temperatures, conf[:, rows],
+                             correct[:, rows])
+    return conf, correct
+
+
+def _block_top_label(z, labels, temperatures, conf, correct) -> None:
+    """:func:`top_label_confidences` of one block of rows, written into the views ``conf`` and
+    ``correct`` (n_T, rows)."""
+    tie = -math.log1p(-TIE_RTOL)  # p_k >= (1 − TIE_RTOL) p_max <=> x_max − x_k <= tie
+    z = z.to(torch.float64, copy=True)
+    top2 = z.topk(min(2, z.shape[1]), dim=1).values
+    gap = top2[:, 0] - top2[:, -1]
+    right = (z.argmax(dim=1) == labels).to(torch.float64)
+    shifted = z.sub_(top2[:, :1])  # z − max z <= 0, in place
+    e = torch.empty_like(shifted)
+    for i, t in enumerate(temperatures):
+        torch.mul(shifted, 1.0 / t, out=e).exp_()   # exp(x − max x), 1 at the top
+        torch.reciprocal(e.sum(dim=1), out=conf[i])
+        correct[i] = right
+        near = torch.nonzero(gap / t <= 2 * tie).flatten()
+        if near.numel():  # the metric's tie rule, on the few rows where it may apply
+            pred = (e[near] >= 1.0 - TIE_RTOL).to(torch.int8).argmax(dim=1)
+            conf[i, near] = e[near, pred] * conf[i, near]
+            correct[i, near] = (pred == labels[near]).to(torch.float64)
+
+
+def softmax_top_label(z: np.ndarray, y: np.ndarray, temperature: float):
+    """``calibnb.metrics.top_label(softmax(z / T), y)`` bit for bit, computed on blocks of rows (the
+    softmax of a row does not depend on the others), so it never holds the (N, K) probabilities."""
+    parts = [top_label_unchecked(softmax(z[rows] / temperature, axis=1), y[rows])
+             for rows in row_blocks(*z.shape)]
+    return tuple(np.concatenate(p) for p in zip(*parts))
 
 
 def softmax_nll(z: np.ndarray, y: np.ndarray, temperature: float) -> float:
