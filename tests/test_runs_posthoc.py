@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from calibnb.data import list_predictions
-from calibnb.runs.posthoc import METHODS, calibration_split, load_study, posthoc, posthoc_run, replay_run
+from calibnb.runs.posthoc import METHODS, REFITTED_ITERATIVELY, calibration_split, load_study, posthoc, posthoc_run, replay_run
 from conftest import REPO
 
 STUDY = REPO / "configs" / "studies" / "cifar_posthoc.yaml"
@@ -73,8 +73,11 @@ def test_committed_metrics_are_recomputed_from_the_shipped_logits(path):
     replayed = replay_run(metrics)
     assert replayed.keys() == metrics["test"].keys()
     for method, report in metrics["test"].items():
+        # an L-BFGS-B refit agrees to its tolerance: 1e-4 relative on the smooth scores, and up to
+        # ten of 5,000 samples changing bin or (at a near-tie) predicted class
+        rel, abs_ = (1e-4, 2e-3) if method in REFITTED_ITERATIVELY else (1e-9, 1e-12)
         for key, value in report.items():
-            assert replayed[method][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (method, key)
+            assert replayed[method][key] == pytest.approx(value, rel=rel, abs=abs_), (method, key)
 
 
 @pytest.mark.slow

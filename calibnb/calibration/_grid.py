@@ -30,6 +30,7 @@ import torch
 
 from .._threads import single_threaded
 from ..metrics.binning import mass_group_starts
+from ..metrics.streaming import row_blocks
 from .focal_map import SERIES_BELOW
 
 #: Grids with more (sample, class, γ, T) evaluations than this run the compiled kernel.
@@ -41,7 +42,7 @@ CLASS_MAJOR_UP_TO = 32
 POWER_STEP, MAX_POWER = 0.25, 20
 #: :func:`fine_plan`: the finest step ``1 / MAX_FINE_STEPS`` and the most steps ``MAX_FINE_POWER``.
 MAX_FINE_STEPS, MAX_FINE_POWER = 100, 64
-#: :func:`row_blocks`: the streaming passes hold about this many logits (1 MiB of float64) at a
+#: :func:`grid_blocks`: the streaming passes hold about this many logits (1 MiB of float64) at a
 #: time, so their temporaries stay in a core's cache whatever the size of the logits.
 BLOCK_ELEMENTS = 2**17
 #: :func:`batched_ece` gives each thread a block of at least this many candidates (rows).
@@ -77,7 +78,7 @@ class FocalGrid:
     classes first, (K, N): the compiled kernel's per-γ sums over a few classes then vectorise
     across samples; across classes otherwise.
 
-    The logits are held, and evaluated, in blocks of rows (:func:`row_blocks`, about
+    The logits are held, and evaluated, in blocks of rows (:func:`grid_blocks`, about
     ``BLOCK_ELEMENTS`` logits each): each kernel call's temporaries are a block's, in cache,
     so the peak extra memory is ``h`` (the size of the float64 logits) plus a few blocks and
     the (n_gammas, N) results, whatever N and K.
@@ -90,7 +91,7 @@ class FocalGrid:
         # built and evaluated one block of rows at a time: the temporaries of a block stay
         # in cache, and the peak extra memory is h (the size of the logits) plus a block's
         self.blocks = [self._block(logits[rows], labels[rows]) for rows in
-                       row_blocks(*logits.shape)]
+                       grid_blocks(*logits.shape)]
         self.correct = np.concatenate([(b[2] == b[3]).numpy() for b in self.blocks]
                                       ).astype(np.float64)
         self.compiled = n_evaluations * z.size > COMPILE_ABOVE
@@ -124,10 +125,10 @@ class FocalGrid:
         return conf.T.numpy(), log_p_label.T.numpy()
 
 
-def row_blocks(n: int, k: int) -> list:
-    """Slices of the ``n`` rows of (n, k) logits, about :data:`BLOCK_ELEMENTS` logits each."""
-    rows = max(1, BLOCK_ELEMENTS // max(k, 1))
-    return [slice(start, min(start + rows, n)) for start in range(0, n, rows)]
+def grid_blocks(n: int, k: int) -> list:
+    """Slices of the ``n`` rows of (n, k) logits, about :data:`BLOCK_ELEMENTS` logits each (the
+    metrics' :func:`~calibnb.metrics.streaming.row_blocks` at the grid's cache-sized block)."""
+    return list(row_blocks(n, k, elements=BLOCK_ELEMENTS))
 
 
 def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str) -> np.ndarray:

@@ -13,7 +13,7 @@ Two ways to choose ``T``:
 
 Speed and memory: the ECE grid needs only each row's top-label confidence at each ``T``,
 ``p_top = 1 / Σ_k exp((z_k − z_max) / T)`` (:func:`top_label_confidences`), so it never forms the
-probability matrix: it streams over blocks of rows (:func:`calibnb.calibration._grid.row_blocks`,
+probability matrix: it streams over blocks of rows (:func:`calibnb.calibration._grid.grid_blocks`,
 peak extra memory a few MiB plus the (n_T, N) confidences) with one exponential per logit and
 temperature, on the logits' own device (a CUDA tensor stays on the GPU), and the binned ECE of
 all temperatures at once (:func:`calibnb.calibration._grid.batched_ece`). It agrees with
@@ -34,7 +34,7 @@ from .._threads import single_threaded
 from .._validation import check_choice, check_grid, check_n_bins
 from ..metrics.toplabel import TIE_RTOL, top_label_unchecked
 from ._base import ClassCountMixin
-from ._grid import batched_ece, row_blocks
+from ._grid import batched_ece, grid_blocks
 from ._search import bounded_log_search, grid_search
 
 #: The papers' temperature grid 0.1, 0.2, …, 10.0 (Mukhoti et al. 2020, ``temperature_scaling.py``).
@@ -149,7 +149,7 @@ def top_label_confidences(logits: torch.Tensor, labels: torch.Tensor, temperatur
     correct = torch.empty_like(conf)
     temperatures = np.asarray(temperatures, dtype=np.float64).tolist()
     with single_threaded() if logits.device.type == "cpu" else contextlib.nullcontext():
-        for rows in row_blocks(n, k):
+        for rows in grid_blocks(n, k):
             _block_top_label(logits[rows], labels[rows], temperatures, conf[:, rows],
                              correct[:, rows])
     return conf, correct
@@ -180,7 +180,7 @@ def softmax_top_label(z: np.ndarray, y: np.ndarray, temperature: float):
     """``calibnb.metrics.top_label(softmax(z / T), y)`` bit for bit, computed on blocks of rows (the
     softmax of a row does not depend on the others), so it never holds the (N, K) probabilities."""
     parts = [top_label_unchecked(softmax(z[rows] / temperature, axis=1), y[rows])
-             for rows in row_blocks(*z.shape)]
+             for rows in grid_blocks(*z.shape)]
     return tuple(np.concatenate(p) for p in zip(*parts))
 
 
