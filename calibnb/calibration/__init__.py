@@ -10,7 +10,7 @@
   models averaged by their Bayesian score, on the top-label confidence.
 - :class:`VectorScaling`, :class:`MatrixScaling`, :class:`DirichletCalibration`: Kull et al.
   (2019), the softmax of an affine map of the logits or log-probabilities, with ODIR, its λ and μ
-  chosen by cross-validation (:mod:`calibnb.calibration.linear`).
+  chosen by cross-validation (``calibnb.calibration.linear``).
 - :class:`Uncalibrated`: the softmax as it is, the reference every calibrator is compared with.
 
 Fitted calibrators are saved and restored as JSON, never pickled: ``calibnb.calibration.persist``

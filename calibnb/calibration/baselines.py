@@ -61,8 +61,8 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
     ``log T`` in [−5, 5], widened (up to T in [1e-4, 1e4]) when the optimum lies on a bound,
     with an :class:`~calibnb.calibration.EdgeOfSearchWarning` at the cap.
 
-    Streamed over blocks of rows (:mod:`calibnb.metrics.streaming`). Numpy logits of at most
-    :data:`ETS_EXACT_ELEMENTS` entries (CIFAR's) are scored as the equation reads, a block of
+    Streamed over blocks of rows (``calibnb.metrics.streaming``). Numpy logits of at most
+    ``ETS_EXACT_ELEMENTS`` entries (CIFAR's) are scored as the equation reads, a block of
     rows at a time, the same bits as the whole-matrix code. Larger logits, and tensors on a GPU,
     are scored from per-row sums, holding no N x K temporary: with ``e_k = exp((z_k − max z) /
     T)`` and ``s = Σ e``, the Brier score of ``softmax(z / T)`` is ``Σ e² / s² − 2 e_y / s + 1``
@@ -159,7 +159,7 @@ class _BlockScores:
     each row's score is computed by the same operations as on the whole matrix (so the same
     bits) and the mean is taken over the N-vector of scores, as before streaming; the search and
     the weights are thus exactly those of the unstreamed code. For logits of at most
-    :data:`ETS_EXACT_ELEMENTS` entries, whose mixture parts are kept between steps."""
+    ``ETS_EXACT_ELEMENTS`` entries, whose mixture parts are kept between steps."""
 
     def __init__(self, z: np.ndarray, y: np.ndarray, loss: str):
         self.z, self.y, self.loss = z, y, loss
@@ -314,7 +314,7 @@ class _TopLabelCalibrator(ClassCountMixin, BaseEstimator):
     also set ``n_classes_``, ``n_features_in_`` and ``classes_`` (logits may be one binary
     column). ``_FITTED``: the attribute a subclass's ``_fit_top`` sets last.
 
-    Both stream over blocks of rows (:func:`calibnb.metrics.streaming.row_blocks`): the softmax
+    Both stream over blocks of rows (``calibnb.metrics.streaming.row_blocks``): the softmax
     and the recalibration are per row, so each block's rows come out bit for bit as the whole
     matrix's, and only the ``(N, K)`` output (of ``predict_proba``) and N-vectors are held
     whole. They are fitted with numpy and scikit-learn: torch tensors (any device) are copied to

@@ -99,13 +99,13 @@ class BayesianBinningQuantiles(_TopLabelCalibrator):
         ``N'/B``, the pseudo-samples ``α_b + β_b`` of each bin's Beta prior, centred on the bin's
         midpoint (the authors' code: ``N' = 2B``). Greater than 0.
     range_factor : float, default 10.0
-        ``C`` of the range of bin counts ``N^{1/3} / C .. C · N^{1/3}`` (:func:`bbq_bin_counts`).
+        ``C`` of the range of bin counts ``N^{1/3} / C .. C · N^{1/3}`` (``calibnb.calibration.bbq.bbq_bin_counts``).
         At least 1.
 
-    Attributes: ``n_bins_`` (the models' bin counts), ``log_marginal_likelihood_`` (``log P(D |
-    M)`` of each), ``model_weights_`` (their normalised scores, summing to 1), ``edges_`` and
-    ``bin_probability_`` (the averaged map: ``bin_probability_[i]`` on ``(edges_[i],
-    edges_[i + 1]]``), ``n_classes_``, ``n_features_in_``, ``classes_``.
+    Attributes: ``n_bins_`` (the models' bin counts), ``log_marginal_likelihood_``
+    (``log P(D | M)`` of each), ``model_weights_`` (their normalised scores, summing to 1),
+    ``edges_`` and ``bin_probability_`` (the averaged map: ``bin_probability_[i]`` on
+    ``(edges_[i], edges_[i + 1]]``), ``n_classes_``, ``n_features_in_``, ``classes_``.
 
     Examples
     --------

@@ -251,7 +251,7 @@ class MatrixScaling(_AffineCalibration):
     __doc__ = """Matrix scaling with ODIR (Kull et al. 2019, Section 3): ``softmax(W z + b)``.
 
     ``W`` is a full K × K matrix on the logits ``z``, fitted from the identity by L-BFGS-B on the
-    mean log-loss plus ODIR (:mod:`calibnb.calibration.linear`). Unregularised (λ = μ = 0) it is
+    mean log-loss plus ODIR (``calibnb.calibration.linear``). Unregularised (λ = μ = 0) it is
     Guo et al.'s (2017) matrix scaling, which over-fits with many classes; the paper's
     ODIR keeps it competitive on CIFAR-100.
     """ + _SHARED_DOC + """

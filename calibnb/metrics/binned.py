@@ -30,7 +30,7 @@ def ece(probs, labels, n_bins: int = 15, binning: str = "width") -> float:
 
     ``binning="width"``: 15 equal-width ``(lo, hi]`` bins as in the papers' tables (ECE);
     ``binning="mass"``: equal-mass bins without dropping samples (AdaECE / ECE_EM).
-    One streamed pass over ``probs`` (:func:`calibnb.metrics.rowpass.row_statistics`), then the
+    One streamed pass over ``probs`` (``calibnb.metrics.rowpass.row_statistics``), then the
     N confidences are binned; a torch tensor is reduced and binned on its device (CPU or CUDA).
 
     Examples
