@@ -225,15 +225,21 @@ def _real_matrix(x, name: str, min_columns: int = 2) -> np.ndarray:
                          f"(Complex data not supported)")
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} is empty: it has no samples")
-    if arr.shape[1] < min_columns:
-        raise ValueError(f"{name} must have at least 2 classes (columns), got {arr.shape[1]}")
+    check_matrix_shape(arr.shape, name, min_columns)
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")
     return arr
+
+
+def check_matrix_shape(shape: tuple, name: str, min_columns: int = 2) -> None:
+    """``shape`` is ``(N, K)`` with N >= 1 and K >= ``min_columns`` (a numpy array's or a tensor's)."""
+    shape = tuple(shape)
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {shape}")
+    if shape[0] == 0:
+        raise ValueError(f"{name} is empty: it has no samples")
+    if shape[1] < min_columns:
+        raise ValueError(f"{name} must have at least 2 classes (columns), got {shape[1]}")
 
 
 def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -403,12 +409,7 @@ def _device_matrix(x, name: str, min_columns: int, binary: bool = False):
         x = x.to(torch.float64)
     if x.ndim == 1:
         x = torch.stack([1.0 - x, x], dim=1) if binary else x[:, None]
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_classes), got shape {tuple(x.shape)}")
-    if x.shape[0] == 0:
-        raise ValueError(f"{name} is empty: it has no samples")
-    if x.shape[1] < min_columns:
-        raise ValueError(f"{name} must have at least 2 classes (columns), got {x.shape[1]}")
+    check_matrix_shape(x.shape, name, min_columns)
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"{name} contains NaN or inf")
     return x

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_labels, check_logit_columns
+from .._validation import check_device_labels, check_device_logit_columns, check_labels, check_logit_columns
 from ..metrics.scores import nll_unchecked
 
 #: ``fit`` warns when every row lies in [0, 1] and sums to 1 within this tolerance.
@@ -77,15 +77,33 @@ class ClassCountMixin:
         a successful fit sets; ``NotFittedError`` otherwise) and if they have its columns."""
         check_is_fitted(self, fitted)
         z, columns = check_logit_columns(logits, "logits")
+        self._check_columns(columns, np.ndim(logits))
+        return z
+
+    def _fit_input_on_device(self, logits, labels):
+        """:meth:`_fit_input` for a torch tensor, kept on its device (float64)."""
+        z, columns = check_device_logit_columns(logits, "logits")
+        y = check_device_labels(labels, z, "labels", probs_name="logits")
+        self.n_features_in_ = columns
+        self.n_classes_ = z.shape[1]
+        self.classes_ = np.arange(z.shape[1])
+        return z, y
+
+    def _predict_input_on_device(self, logits, fitted: str):
+        """:meth:`_predict_input` for a torch tensor, kept on its device (float64)."""
+        check_is_fitted(self, fitted)
+        z, columns = check_device_logit_columns(logits, "logits")
+        self._check_columns(columns, logits.ndim)
+        return z
+
+    def _check_columns(self, columns: int, ndim: int) -> None:
         expected = getattr(self, "n_features_in_", self.n_classes_)
         if expected is not None and columns != expected:
             raise ValueError(
                 f"logits have {_describe(columns)} but the calibrator was fitted on "
                 f"{_describe(expected)} (X has {columns} features, but {type(self).__name__} is "
                 f"expecting {expected} features as input)"
-                + (". Reshape your data: a 1-D array is one binary logit column"
-                   if np.ndim(logits) == 1 else ""))
-        return z
+                + (". Reshape your data: a 1-D array is one binary logit column" if ndim == 1 else ""))
 
     def score(self, logits, labels) -> float:
         """The negative mean log-loss of ``predict_proba(logits)`` against ``labels``: higher is

@@ -27,10 +27,8 @@ from scipy.special import softmax
 from sklearn.base import BaseEstimator
 from sklearn.isotonic import IsotonicRegression
 
-from sklearn.utils.validation import check_is_fitted
 
-from .._validation import (check_choice, check_device_labels, check_device_logit_columns,
-                           check_int, check_n_bins)
+from .._validation import check_choice, check_int, check_n_bins
 from ..metrics.binning import assign_bins, mass_edges_sorted
 from ..metrics.streaming import is_tensor, on_gpu, row_blocks, true_class_entries
 from ..metrics.toplabel import predicted_class
@@ -95,7 +93,7 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
     def fit(self, logits, labels) -> "EnsembleTemperatureScaling":
         check_choice(self.loss, "loss", ("mse", "nll"))
-        z, y = (self._fit_input_tensor if on_gpu(logits) else self._fit_input)(logits, labels)
+        z, y = (self._fit_input_on_device if on_gpu(logits) else self._fit_input)(logits, labels)
         exact = not on_gpu(z) and z.size <= ETS_EXACT_ELEMENTS
         stats = _BlockScores(z, y, self.loss) if exact else _RowStats(z, y, self.loss)
         self.temperature_ = bounded_log_search(
@@ -111,7 +109,7 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
         """``w1 softmax(z / T) + w2 softmax(z) + w3 / K``, float64: a numpy array, or for a torch
         tensor a tensor on its device."""
         if on_gpu(logits):
-            z = self._predict_input_tensor(logits, "weights_")
+            z = self._predict_input_on_device(logits, "weights_")
             out = _empty_like_float64(z)
         else:
             z = self._predict_input(logits, "weights_")
@@ -122,24 +120,6 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
             import torch
             return torch.from_numpy(out)
         return out
-
-    def _fit_input_tensor(self, logits, labels):
-        z, columns = check_device_logit_columns(logits, "logits")
-        y = check_device_labels(labels, z, "labels", probs_name="logits")
-        self.n_features_in_ = columns
-        self.n_classes_ = z.shape[1]
-        self.classes_ = np.arange(z.shape[1])
-        return z, y
-
-    def _predict_input_tensor(self, logits, fitted: str):
-        check_is_fitted(self, fitted)
-        z, columns = check_device_logit_columns(logits, "logits")
-        expected = getattr(self, "n_features_in_", self.n_classes_)
-        if expected is not None and columns != expected:
-            raise ValueError(f"logits have {columns} columns but the calibrator was fitted on "
-                             f"{expected} (X has {columns} features, but {type(self).__name__} is "
-                             f"expecting {expected} features as input)")
-        return z
 
 
 def _mixture(weights, temperature: float, z):
