@@ -65,9 +65,8 @@ from .sweep import load_config
 #: ``vector``, ``matrix_odir``, ``dirichlet_odir`` are Kull et al.'s (2019) maps. The study fixes
 #: their ODIR strength at λ = μ = :data:`STUDY_ODIR`: a cross-validated choice (what
 #: ``MatrixScaling()`` does by default, over :data:`~calibnb.calibration.ODIR_GRID`) costs 10 to
-#: 36 fits of 10,100 parameters, about 20 s each, per CIFAR-100 split, an hour for the study on 2
-#: cores; 3-fold cross-validation over (1, 10², 10⁴) on split 1's calibration half of the
-#: CIFAR-100 DenseNet chose 10⁴.
+#: 36 fits of 10,100 parameters per CIFAR-100 split instead of one; 3-fold cross-validation over
+#: (1, 10², 10⁴) on split 1's calibration half of the CIFAR-100 DenseNet chose 10⁴.
 STUDY_ODIR = 1e4
 METHODS = {
     "ts": lambda: TemperatureScaling("ece", PAPER_TEMPERATURES),
