@@ -220,13 +220,10 @@ def operations() -> list[Op]:
         Op("isotonic", _fit(IsotonicCalibration), netcal_peer("IsotonicRegression")),
         Op("spline", _fit(SplineCalibration), netcal_peer("ENIR")),
     ]
-    optional = [("VectorScaling", "VectorScaler", 10**9), ("MatrixScaling", "MatrixScaler", 100),
-                ("DirichletCalibration", "DirichletScaler", 100)]
-    for ours, theirs, max_k in optional:
-        if hasattr(cal, ours):
-            ops.append(Op(ours, _fit(getattr(cal, ours)), tu_peer(theirs), max_k=max_k))
-    if hasattr(cal, "BayesianBinningQuantiles"):
-        ops.append(Op("BBQ", _fit(cal.BayesianBinningQuantiles), netcal_peer("BBQ")))
+    affine = [(cal.VectorScaling, "VectorScaler", 10**9), (cal.MatrixScaling, "MatrixScaler", 100),
+              (cal.DirichletCalibration, "DirichletScaler", 100)]  # K x K maps: up to K = 100
+    ops += [Op(ours.__name__, _fit(ours), tu_peer(theirs), max_k=max_k) for ours, theirs, max_k in affine]
+    ops.append(Op("BBQ", _fit(cal.BayesianBinningQuantiles), netcal_peer("BBQ")))
     return ops
 
 

@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibnb.analysis.posthoc_tables import (METHOD_NAMES, differences, fts_table1_beside, gap_to_best,
-                                             load_posthoc, method_table, network_label, paired_splits)
+from calibnb.analysis.posthoc_tables import (METHOD_NAMES, differences, error_reduction, fts_table1_beside,
+                                             gap_to_best, load_posthoc, method_table, network_label,
+                                             paired_splits)
 from calibnb.analysis.tables import BETTER
 from calibnb.calibration import TemperatureScaling
 from calibnb.runs.posthoc import probabilities_on_test, restore
@@ -60,6 +61,16 @@ def test_paired_splits_and_differences_are_split_by_split():
     table = paired_splits(study, "fts", "ts", ("ece", "nll"))
     assert table.loc["ece", "LeNet-5 C10"] == "4/5: holds"
     assert table.loc["nll", "LeNet-5 C10"] == "0/5: inconclusive"  # all ties
+
+
+def test_error_reduction(study):
+    fewer = error_reduction(study, "vector")
+    n = "cifar100-lenet-5"
+    runs = study[study["network"] == n].pivot_table(index="split", columns="method", values="error")
+    assert fewer[n] == pytest.approx(100 * (runs["pre"] - runs["vector"]).mean())
+    assert (error_reduction(study, "ts") == 0).all()  # a temperature keeps the predicted class
+    with pytest.raises(ValueError, match="not in the study"):
+        error_reduction(study, "vectr")
 
 
 def test_gap_to_best(study):
