@@ -93,11 +93,13 @@ def test_nll_criterion_matches_scikit_learn_temperature_scaling(seed, scale):
 
 
 def test_predict_proba_is_the_scaled_softmax_and_accepts_tensors():
+    """A tensor in, a float64 tensor out, on its device (numpy in, numpy out)."""
     z, y = overconfident(6)
     ts = TemperatureScaling().fit(torch.from_numpy(z).float(), torch.from_numpy(y))
     p = ts.predict_proba(torch.from_numpy(z))
-    np.testing.assert_allclose(p, softmax(z / ts.temperature_, axis=1), atol=1e-15)
-    assert p.dtype == np.float64
+    assert torch.is_tensor(p) and p.dtype == torch.float64
+    np.testing.assert_allclose(p.numpy(), softmax(z / ts.temperature_, axis=1), atol=1e-15)
+    assert ts.predict_proba(z).dtype == np.float64
 
 
 def test_bad_input():

@@ -148,7 +148,7 @@ def test_device_validation_refuses_bad_tensors():
 
 
 def reference_ets(z, y, loss):
-    """Zhang et al. (2020), Eq. (9), as the equation reads: softmax copies, a one-hot, stacked parts."""
+    """Zhang et al. (2020), Eq. (9), as the equation reads: softmax copies, a one-hot, the mixture."""
     onehot = np.eye(z.shape[1])[y]
 
     def score(p):
@@ -158,12 +158,13 @@ def reference_ets(z, y, loss):
 
     t = bounded_log_search(lambda t: score(softmax(z / t, axis=1)), ETS_LOG_T_BOUNDS,
                            tuple(np.log(TEMPERATURE_CAP)), "reference", xatol=1e-8)
-    parts = np.stack([softmax(z / t, axis=1), softmax(z, axis=1), np.full(z.shape, 1.0 / z.shape[1])])
-    mix = minimize(lambda w: score(np.tensordot(w, parts, axes=1)), x0=np.ones(3) / 3, method="SLSQP",
+    def mixture(w, x):
+        return (w[0] * softmax(x / t, axis=1) + w[1] * softmax(x, axis=1)) + w[2] / x.shape[1]
+
+    mix = minimize(lambda w: score(mixture(w, z)), x0=np.ones(3) / 3, method="SLSQP",
                    bounds=[(0.0, 1.0)] * 3, constraints={"type": "eq", "fun": lambda w: w.sum() - 1.0})
     w = np.clip(mix.x, 0.0, 1.0) / np.clip(mix.x, 0.0, 1.0).sum()
-    return t, w, lambda x: np.tensordot(w, np.stack([softmax(x / t, axis=1), softmax(x, axis=1),
-                                                     np.full(x.shape, 1.0 / x.shape[1])]), axes=1)
+    return t, w, lambda x: mixture(w, x)
 
 
 @pytest.mark.parametrize("loss", ["mse", "nll"])

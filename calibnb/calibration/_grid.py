@@ -30,11 +30,12 @@ import torch
 
 from .._threads import single_threaded
 from ..metrics.binning import mass_group_starts
-from ..metrics.streaming import row_blocks
+from ..metrics.streaming import is_tensor, row_blocks
 from .focal_map import SERIES_BELOW
 
-#: Grids with more (sample, class, γ, T) evaluations than this run the compiled kernel.
-COMPILE_ABOVE = 1e9
+#: Grids with more (sample, class, γ, T) evaluations than this run the compiled kernel (see
+#: :class:`FocalGrid`: where the compiled fit's saving exceeds the compilation's cost).
+COMPILE_ABOVE = 1e10
 #: Up to this many classes, the class axis of the logits leads ((K, N), see :class:`FocalGrid`).
 CLASS_MAJOR_UP_TO = 32
 #: :func:`power_plan`: γ that are multiples of ``POWER_STEP`` (the compiled kernel's ``u`` is
@@ -47,6 +48,9 @@ MAX_FINE_STEPS, MAX_FINE_POWER = 100, 64
 BLOCK_ELEMENTS = 2**17
 #: :func:`batched_ece` gives each thread a block of at least this many candidates (rows).
 ROWS_PER_THREAD = 32
+#: :func:`batched_ece` scores at most this many (candidate, sample) entries at a time (16 MiB of
+#: float64 confidences, and their sorted copy and bin indices, per thread).
+ECE_BLOCK_ELEMENTS = 1 << 21
 
 
 class FocalGrid:
@@ -66,49 +70,61 @@ class FocalGrid:
 
     Grids with more than ``COMPILE_ABOVE`` (sample, class, γ, T) evaluations (``n_evaluations``
     times the size of the logits) run the kernel through ``torch.compile`` in the form of
-    :func:`_fused_top_kernel`, two vectorised loops over the logits per temperature (eager
-    PyTorch makes a pass over memory per operation), with PyTorch's thread setting. Smaller
-    ones run :func:`_focal_top_kernel` eagerly, which skips the one-off compilation, on one
-    thread (:func:`calibnb._threads.single_threaded`): its many small element-wise operations
-    only lose to the threads' synchronisation. The threshold sits between the paper's grid on
-    10 classes (5000 validation samples: 2.25e8 evaluations, where the compilation, paid once
-    per fresh process as in every training run, costs more than it saves) and on 100 classes
-    (2.25e9, where the compiled kernel saves far more than it costs; ``bench/bench_fts_grid.py``
-    prints both ratios). With at most ``CLASS_MAJOR_UP_TO`` classes the logits are stored
-    classes first, (K, N): the compiled kernel's per-γ sums over a few classes then vectorise
-    across samples; across classes otherwise.
+    :func:`_fused_top_kernel`, two vectorised loops over the logits per temperature, with
+    PyTorch's thread setting. Smaller ones run :func:`_focal_top_kernel` eagerly: each block of
+    rows on one of the caller's threads (:func:`_map_blocks`), its operations on one thread
+    (:func:`calibnb._threads.single_threaded`), since a block's element-wise steps are too small
+    for PyTorch's own threads to pay. The compiled kernel is about 2.5× faster than the eager
+    one, but compiling it costs 10–25 s once per fresh process (torch.compile's fixed cost,
+    on an empty compile cache; 5 s with a warm one), which a fit pays before its first
+    candidate. The threshold is where compiling starts to repay itself within the fit:
+    the paper's grid on 5000 × 100 logits (2.25e9 evaluations, the CIFAR-100 case: about 6 s
+    eager on 2 cores) stays eager, so a fresh process's first fit costs what a later one does;
+    on 25,000 × 1000 (1.1e11) the compiled fit takes minutes and the compilation is a few per
+    cent of it. ``bench/bench_fts_grid.py --cold`` measures the first fit in fresh processes
+    against a warm one. With at most ``CLASS_MAJOR_UP_TO`` classes the logits are stored
+    classes first, (K, N): the per-γ sums over a few classes then vectorise across samples;
+    across classes otherwise.
 
-    The logits are held, and evaluated, in blocks of rows (:func:`grid_blocks`, about
-    ``BLOCK_ELEMENTS`` logits each): each kernel call's temporaries are a block's, in cache,
-    so the peak extra memory is ``h`` (the size of the float64 logits) plus a few blocks and
-    the (n_gammas, N) results, whatever N and K.
+    The grid keeps the logits themselves (a view of them, or with ``CLASS_MAJOR_UP_TO`` classes or
+    fewer a transposed copy) and a few numbers per row; each kernel call forms ``h`` for its block
+    of rows (:func:`grid_blocks`, about ``BLOCK_ELEMENTS`` logits), so its temporaries are a
+    block's, in cache, and the peak extra memory is a few blocks and the (n_gammas, N) results,
+    whatever N and K. Torch tensors are evaluated on their device (never compiled on a GPU, where
+    the eager kernel is fast), and the results are tensors there.
     """
 
-    def __init__(self, z: np.ndarray, y: np.ndarray, n_evaluations: float = 0.0):
-        logits = torch.from_numpy(np.ascontiguousarray(z))
-        labels = torch.from_numpy(y)
+    def __init__(self, z, y, n_evaluations: float = 0.0):
+        self.tensors = is_tensor(z)  # tensors in, tensors out, computed on their device
+        logits = z if self.tensors else torch.from_numpy(np.ascontiguousarray(z))
+        labels = y if self.tensors else torch.from_numpy(y)
+        logits = logits.to(torch.float64)
+        gpu = logits.device.type != "cpu"
         self.class_dim = 0 if logits.shape[1] <= CLASS_MAJOR_UP_TO else 1
-        # built and evaluated one block of rows at a time: the temporaries of a block stay
-        # in cache, and the peak extra memory is h (the size of the logits) plus a block's
-        self.blocks = [self._block(logits[rows], labels[rows]) for rows in
-                       grid_blocks(*logits.shape)]
-        self.correct = np.concatenate([(b[2] == b[3]).numpy() for b in self.blocks]
-                                      ).astype(np.float64)
-        self.compiled = n_evaluations * z.size > COMPILE_ABOVE
+        # per block of rows, the logits themselves (a view; classes first: a transposed copy)
+        # and a few numbers per row: h is formed per block inside each kernel call, so the
+        # grid holds no (N, K) array besides the logits, and a block's temporaries stay in cache
+        blocks = row_blocks(*logits.shape, gpu=True) if gpu else grid_blocks(*logits.shape)
+        self.blocks = [self._block(logits[rows], labels[rows]) for rows in blocks]
+        correct = torch.cat([b[3] == b[4] for b in self.blocks]).to(torch.float64)
+        self.correct = correct if self.tensors else correct.numpy()
+        # on a GPU the eager kernel is fast enough: no compilation
+        self.compiled = not gpu and n_evaluations * logits.numel() > COMPILE_ABOVE
         self.kernel = _compiled_kernel() if self.compiled else _focal_top_kernel
 
     def _block(self, logits: torch.Tensor, y: torch.Tensor) -> tuple:
-        """``(h, gap, top, y)`` of one block of rows (``h`` in the grid's class layout)."""
+        """``(z, second, gap, top, y)`` of one block of rows: its logits in the grid's class
+        layout, the largest non-top logit ``z_(2)``, the gap ``z_(2) − z_top`` (<= 0), the top
+        class (the first largest) and the labels."""
         top = logits.argmax(dim=1)
-        is_top = torch.arange(logits.shape[1]) == top[:, None]
-        others = torch.where(is_top, -torch.inf, logits)
-        second = others.amax(dim=1)
-        h = others.sub_(second[:, None])
-        gap = second - logits.amax(dim=1)  # z_(2) − z_top <= 0
-        return (h.T if self.class_dim == 0 else h).contiguous(), gap, top, y
+        second = torch.where(_is_top(top, logits.shape[1], 1), -torch.inf, logits).amax(dim=1)
+        gap = second - logits.amax(dim=1)
+        z = logits.T.contiguous() if self.class_dim == 0 else logits
+        return z, second, gap, top, y
 
-    def evaluate(self, temperature: float, gammas: np.ndarray):
-        """``(conf, log_p_label)`` of shape (n_gammas, N) at one ``temperature`` and every γ."""
+    def evaluate(self, temperature: float, gammas):
+        """``(conf, log_p_label)`` of shape (n_gammas, N) at one ``temperature`` and every γ:
+        numpy arrays, or tensors on the device of the grid's logits."""
         g = torch.from_numpy(np.asarray(gammas, dtype=np.float64))
         t = torch.tensor(float(temperature), dtype=torch.float64)
         if self.compiled:
@@ -118,11 +134,17 @@ class FocalGrid:
             powers, fine = _plans(tuple(g.tolist()))
             parts = [self.kernel(*block, t, g, self.class_dim, powers=powers, fine=fine)
                      for block in self.blocks]
+        elif self.blocks[0][0].device.type != "cpu":
+            parts = [self.kernel(*block, t, g, self.class_dim) for block in self.blocks]
         else:
+            # the blocks on the caller's threads, each block's operations on one: a block's
+            # element-wise steps are too small for torch's own threads to pay
+            workers = min(torch.get_num_threads(), len(self.blocks))
             with single_threaded():
-                parts = [self.kernel(*block, t, g, self.class_dim) for block in self.blocks]
-        conf, log_p_label = (torch.cat(p) for p in zip(*parts))
-        return conf.T.numpy(), log_p_label.T.numpy()
+                parts = _map_blocks(lambda block: self.kernel(*block, t, g, self.class_dim),
+                                    self.blocks, workers)
+        conf, log_p_label = (torch.cat(p).T for p in zip(*parts))
+        return (conf, log_p_label) if self.tensors else (conf.numpy(), log_p_label.numpy())
 
 
 def grid_blocks(n: int, k: int) -> list:
@@ -131,25 +153,31 @@ def grid_blocks(n: int, k: int) -> list:
     return list(row_blocks(n, k, elements=BLOCK_ELEMENTS))
 
 
-def batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
+def batched_ece(conf, correct, n_bins: int, binning: str) -> np.ndarray:
     """Top-label ECE of each row of ``conf`` (M, N) against ``correct``: shared (N,), or one row
     per row of ``conf`` (M, N).
 
     Row ``i`` equals ``calibnb.metrics.ece(P_i, labels, n_bins, binning)`` for any probabilities
     ``P_i`` whose top-class probabilities are ``conf[i]`` and whose correctness is ``correct``.
-    Rows are independent, so blocks of ``ROWS_PER_THREAD`` or more run on up to
+    Rows are independent: they are scored in chunks of at most ``ECE_BLOCK_ELEMENTS`` entries
+    (so the sort and the bin indices never hold more, whatever M and N), on up to
     ``torch.get_num_threads()`` threads (numpy's sort, comparisons and ``bincount`` release the
-    GIL, so the blocks run in parallel); the result does not depend on the split.
+    GIL, so the chunks run in parallel); the result does not depend on the split. Torch tensors
+    are scored on their device (:func:`_batched_ece_tensor`); only the M scores come back.
     """
+    if is_tensor(conf):
+        return _batched_ece_tensor(conf, correct, n_bins, binning).cpu().numpy()
     conf = np.ascontiguousarray(conf)  # numpy sorts the rows of a column-major array far slower
-    workers = min(torch.get_num_threads(), conf.shape[0] // ROWS_PER_THREAD)
-    if workers > 1:
-        blocks = np.array_split(conf, workers)
-        rights = (np.array_split(correct, workers) if correct.ndim == 2
-                  else [correct] * workers)
-        return np.concatenate(list(_thread_pool(workers).map(
-            lambda args: _batched_ece(*args, n_bins, binning), zip(blocks, rights))))
-    return _batched_ece(conf, correct, n_bins, binning)
+    m, n = conf.shape
+    workers = max(1, min(torch.get_num_threads(), m // ROWS_PER_THREAD))
+    rows = max(1, min(ECE_BLOCK_ELEMENTS // max(n, 1), -(-m // workers)))
+    chunks = [slice(start, start + rows) for start in range(0, m, rows)]
+
+    def score(chunk: slice) -> np.ndarray:
+        right = correct[chunk] if correct.ndim == 2 else correct
+        return _batched_ece(conf[chunk], right, n_bins, binning)
+
+    return np.concatenate(_map_blocks(score, chunks, min(workers, len(chunks))))
 
 
 # FocalGrid's helpers: the γ plans, the compiled and eager kernels, then the terms they share.
@@ -214,20 +242,40 @@ def _compiled_kernel():
     return torch.compile(_fused_top_kernel, dynamic=True)
 
 
-def _focal_top_kernel(h, gap, top, y, temperature, g, dim=1):
+def _focal_top_kernel(z, second, gap, top, y, temperature, g, dim=1):
     """``(conf, log_p_label)`` of shape (N, n_gammas) for one temperature (see ``FocalGrid``).
 
     The formulas of :func:`calibnb.calibration.focal_map._log_focal_map`, restricted to what the
     criteria need: the top class's weight and the normaliser summed over the other classes, one
     exponential per γ and class. The γ-free terms are computed once, then summed over the
-    classes once per γ. ``dim`` is the class axis of ``h`` (1: ``h`` is (N, K); 0: (K, N)).
+    classes once per γ (:func:`_eager_weight_sums`). ``dim`` is the class axis of ``z``
+    (1: ``z`` is (N, K); 0: (K, N)).
     """
-    q, log_q, log_1mq, d, log1p_s, log_m = _temperature_terms(h, gap, temperature, dim)
-    w_sum = _weight_sums(q, log_q, log_1mq, d, None, g, (None,) * len(g), dim)
-    return _confidence_and_label(w_sum, log_q, log_1mq, d, log1p_s, log_m, top, y, g, dim)
+    h = _shifted(z, second, top, dim)
+    e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
+    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
+    log_1mq = torch.log1p(-q)
+    x = torch.where(q > 0, q * log_q, 0.0).div_(q - 1.0)  # x = −q log q / (1 − q) = 1 − d
+    w_sum = _eager_weight_sums(q, log_q, log_1mq, x, g.tolist(), dim)  # g: on the host
+    return _confidence_and_label(w_sum, log_q, log_1mq, 1.0 - x, log1p_s, log_m, top, y,
+                                 g.to(z.device), dim)
 
 
-def _fused_top_kernel(h, gap, top, y, temperature, g, dim=1, powers=(), fine=None):
+def _eager_weight_sums(q, log_q, log_1mq, x, gammas: list, dim):
+    """``Σ_{k≠top} w_k`` (N, n_gammas) with ``w = exp(log q − γ log(1 − q)) / (1 + γ x)``, each γ
+    in four passes over two reused buffers (no allocation per γ: eagerly, the passes and the
+    allocator are the cost). ``1 + γ x`` equals Eq. (1)'s ``(1 + γ) − γ d``; at every class but
+    the top, ``x <= log 2`` and it is at least ``1 − log 2`` for γ >= −1."""
+    weight, denominator, ones = torch.empty_like(q), torch.empty_like(q), torch.ones_like(q)
+    sums = []
+    for gamma in gammas:
+        torch.add(log_q, log_1mq, alpha=-gamma, out=weight).exp_()
+        torch.add(ones, x, alpha=gamma, out=denominator)
+        sums.append(weight.div_(denominator).sum(dim=dim))
+    return torch.stack(sums, dim=1)
+
+
+def _fused_top_kernel(z, second, gap, top, y, temperature, g, dim=1, powers=(), fine=None):
     """:func:`_focal_top_kernel` in two passes over the logits, for a compiler to fuse.
 
     The first pass writes ``e = exp(h / T)`` and sums it for the row terms; the second computes
@@ -242,15 +290,21 @@ def _fused_top_kernel(h, gap, top, y, temperature, g, dim=1, powers=(), fine=Non
     a step). :func:`_compiled_kernel` compiles the whole function as one graph (a little faster
     than compiling the two passes apart).
     """
+    h = _shifted(z, second, top, dim)
     e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
     return _fused_gamma_sums(e, h, shift, log1p_s, log_m, top, y, temperature, g, dim, powers, fine)
 
 
-def _temperature_terms(h, gap, temperature, dim=1):
-    """The γ-free terms of Eq. (1) at one temperature, for every class (see :func:`_row_terms`)."""
-    e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
-    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
-    return q, log_q, torch.log1p(-q), _d_of(q, log_q), log1p_s, log_m
+def _shifted(z, second, top, dim):
+    """``h = z − z_(2)``, ``-inf`` at the top class: a row's logits relative to its largest
+    non-top logit (``dim``: the class axis of ``z``)."""
+    return torch.where(_is_top(top, z.shape[dim], dim), -torch.inf, z) - second.unsqueeze(dim)
+
+
+def _is_top(top, k: int, dim: int):
+    """The mask of each row's top class, with the class axis ``dim`` of a (N, K) or (K, N) array."""
+    classes = torch.arange(k, device=top.device)
+    return classes[None, :] == top[:, None] if dim == 1 else classes[:, None] == top[None, :]
 
 
 def _row_terms(h, gap, temperature, dim=1):
@@ -376,8 +430,17 @@ def _log_d_top(log_m: torch.Tensor) -> torch.Tensor:
 
 @functools.cache
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    """One pool per worker count, kept for the process (a fit calls ``batched_ece`` many times)."""
-    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="calibnb-ece")
+    """One pool per worker count, kept for the process (a fit evaluates the kernel and
+    ``batched_ece`` many times)."""
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="calibnb-grid")
+
+
+def _map_blocks(function, blocks: list, workers: int) -> list:
+    """``[function(b) for b in blocks]``, on ``workers`` threads when there are several (torch's
+    operations release the GIL, so the blocks run in parallel)."""
+    if workers > 1:
+        return list(_thread_pool(workers).map(function, blocks))
+    return [function(block) for block in blocks]
 
 
 def _batched_ece(conf: np.ndarray, correct: np.ndarray, n_bins: int, binning: str) -> np.ndarray:
@@ -414,3 +477,68 @@ def _mass_interior_edges(conf: np.ndarray, n_bins: int) -> np.ndarray:
         ordered = np.sort(conf, axis=1)
         interior[:, : starts.size] = (ordered[:, starts - 1] + ordered[:, starts]) / 2.0
     return interior
+
+
+def _batched_ece_tensor(conf, correct, n_bins: int, binning: str):
+    """:func:`batched_ece` of float64 tensors, on their device: the same ``(lo, hi]`` bins (the
+    equal-mass edges at the midpoints of the same split points), one batched ``searchsorted``
+    and one ``index_add_`` per sum, in chunks of rows like the numpy form. Returns an (M,) tensor.
+
+    The bins are the numpy form's; the sums agree with it to rounding (a few ulp: the bins' gaps
+    are added in another order, and on a GPU each bin's sum is atomic additions in any order)."""
+    m, n = conf.shape
+    rows = max(1, ECE_BLOCK_ELEMENTS // max(n, 1))
+    if correct.ndim == 1:
+        correct = correct.expand(m, n)
+    return torch.cat([_batched_ece_tensor_chunk(conf[s : s + rows], correct[s : s + rows],
+                                                n_bins, binning) for s in range(0, m, rows)])
+
+
+def _batched_ece_tensor_chunk(conf, correct, n_bins: int, binning: str):
+    m, n = conf.shape
+    options = {"dtype": torch.float64, "device": conf.device}
+    interior = torch.ones((m, n_bins - 1), **options)
+    if binning == "mass":
+        starts = torch.as_tensor(mass_group_starts(n, n_bins), device=conf.device)
+        if starts.numel():
+            ordered = torch.sort(conf, dim=1).values
+            interior[:, : starts.numel()] = (ordered[:, starts - 1] + ordered[:, starts]) / 2.0
+    else:
+        interior[:] = torch.linspace(0.0, 1.0, n_bins + 1, **options)[1:-1]
+    # the number of interior edges below each confidence (numpy's searchsorted side="left")
+    cells = torch.searchsorted(interior, conf.contiguous(), right=False)
+    cells += torch.arange(0, m * n_bins, n_bins, device=conf.device)[:, None]
+    sums = torch.zeros((2, m * n_bins), **options)
+    sums[0].index_add_(0, cells.ravel(), conf.reshape(-1))
+    sums[1].index_add_(0, cells.ravel(), correct.reshape(-1).to(torch.float64))
+    return (sums[0] - sums[1]).abs_().reshape(m, n_bins).sum(dim=1) / n
+
+
+def focal_softmax_tensor(z, gamma: float, temperature: float):
+    """:func:`calibnb.calibration.focal_softmax` of a torch tensor of logits, in float64 on its
+    device: the same log-space formulas (:func:`calibnb.calibration.focal_map._log_focal_map`),
+    one block of rows at a time (equal to the numpy form to rounding; tested)."""
+    out = torch.empty(z.shape, dtype=torch.float64, device=z.device)
+    for rows in row_blocks(*z.shape, gpu=z.device.type != "cpu"):
+        out[rows] = _log_focal_softmax_block(z[rows].to(torch.float64) / temperature, gamma).exp_()
+    return out
+
+
+def _log_focal_softmax_block(z, gamma: float):
+    """``log focal_softmax`` of the rows ``z`` (already divided by the temperature)."""
+    is_top = _is_top(z.argmax(dim=1), z.shape[1], 1)
+    shifted = z - z.amax(dim=1, keepdim=True)
+    log_s = torch.logsumexp(shifted.masked_fill(is_top, -torch.inf), dim=1)
+    log1p_s = torch.log1p(torch.exp(log_s))
+    log_q = torch.where(is_top, -log1p_s[:, None], shifted - log1p_s[:, None])
+    log_m = log_s - log1p_s
+    one_hot = torch.isneginf(log_m)[:, None]  # only from probabilities: kept one-hot
+    log_m = torch.where(one_hot[:, 0], math.log(0.5), log_m)
+    q_other = torch.where(is_top, 0.0, torch.exp(log_q))
+    log_1mq = torch.where(is_top, log_m[:, None], torch.log1p(-q_other))
+    log_d = torch.where(is_top, _log_d_top(log_m)[:, None],
+                        torch.log1p(torch.xlogy(q_other, q_other) / (1.0 - q_other)))
+    g = torch.tensor(float(gamma), dtype=torch.float64, device=z.device)
+    log_w = log_q - g * log_1mq - _log_denominator(g, log_d)
+    log_w = torch.where(one_hot, torch.where(is_top, 0.0, -torch.inf), log_w)
+    return torch.log_softmax(log_w, dim=1)

@@ -123,15 +123,19 @@ class EnsembleTemperatureScaling(ClassCountMixin, BaseEstimator):
 
 
 def _mixture(weights, temperature: float, z):
-    """``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` of a block of rows (Eq. 9): for numpy as the
-    whole-matrix code wrote it (``tensordot`` over the stacked parts, the same bits per row), for
-    a device tensor with torch's softmax in float64."""
+    """``w1 softmax(z / T) + w2 softmax(z) + w3 / K`` of a block of rows (Eq. 9), element by
+    element in that order (no BLAS product, whose rounding would depend on the block's shape and
+    the CPU): for numpy with scipy's softmax, for a tensor with torch's, in float64."""
+    w1, w2, w3 = (float(w) for w in weights)
     if is_tensor(z):
         z = _as_float64(z)
-        w1, w2, w3 = (float(w) for w in weights)
         return (w1 * (z / temperature).softmax(dim=1) + w2 * z.softmax(dim=1)) + w3 / z.shape[1]
-    return np.tensordot(weights, np.stack([softmax(z / temperature, axis=1), softmax(z, axis=1),
-                                           np.full(z.shape, 1.0 / z.shape[1])]), axes=1)
+    return _mix(w1, w2, w3, softmax(z / temperature, axis=1), softmax(z, axis=1))
+
+
+def _mix(w1: float, w2: float, w3: float, tempered: np.ndarray, plain: np.ndarray) -> np.ndarray:
+    """``(w1 tempered + w2 plain) + w3 / K``: Eq. (9)'s mixture of the two softmaxes and uniform."""
+    return (w1 * tempered + w2 * plain) + w3 / tempered.shape[1]
 
 
 class _BlockScores:
@@ -160,10 +164,10 @@ class _BlockScores:
         return self._mean(lambda rows: softmax(self.z[rows] / t, axis=1))
 
     def mixture_loss(self, t: float):
-        z, k = self.z, self.z.shape[1]
-        parts = {rows.start: np.stack([softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1),
-                                       np.full(z[rows].shape, 1.0 / k)]) for rows in self.blocks}
-        return lambda w: self._mean(lambda rows: np.tensordot(w, parts[rows.start], axes=1))
+        z = self.z
+        parts = {rows.start: (softmax(z[rows] / t, axis=1), softmax(z[rows], axis=1))
+                 for rows in self.blocks}
+        return lambda w: self._mean(lambda rows: _mix(*map(float, w), *parts[rows.start]))
 
 
 class _RowStats:

@@ -25,14 +25,18 @@ straightforward loop on the machine it runs on.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
 from sklearn.base import BaseEstimator
 
 from .._validation import check_choice, check_grid, check_n_bins
 from ..metrics import ece, nll
 from ..metrics.scores import NLL_EPS
 from ._base import ClassCountMixin
-from ._grid import FocalGrid, batched_ece
+from ..metrics.streaming import is_tensor
+from ._grid import FocalGrid, batched_ece, focal_softmax_tensor
 from ._search import grid_search
 from .focal_map import focal_softmax
 
@@ -125,7 +129,10 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         gammas = check_grid(self.gammas, PAPER_GAMMAS, "gammas", minimum=-1.0)
         temperatures = check_grid(self.temperatures, PAPER_FTS_TEMPERATURES, "temperatures",
                                   positive=True)
-        z, y = self._fit_input(logits, labels)
+        if is_tensor(logits) and self.search == "loop":  # the reference runs in numpy
+            logits, labels = (_host(a) for a in (logits, labels))
+        # a torch tensor is scored on its device
+        z, y = (self._fit_input_on_device if is_tensor(logits) else self._fit_input)(logits, labels)
         extend = [self.gammas is None, self.temperatures is None]
         if self.search == "line":
             return self._fit_line(FocalGrid(z, y, 3 * temperatures.size), gammas, temperatures,
@@ -144,8 +151,12 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         self._select(self.gammas_[best_g], self.temperatures_[best_t], self.scores_[best_g, best_t])
         return self
 
-    def predict_proba(self, logits) -> np.ndarray:
-        """``focal_calibration_map(softmax(logits / temperature_), gamma_)`` in float64."""
+    def predict_proba(self, logits):
+        """``focal_calibration_map(softmax(logits / temperature_), gamma_)`` in float64: a numpy
+        array, or for a torch tensor a tensor on its device."""
+        if is_tensor(logits):
+            z = self._predict_input_on_device(logits, "gamma_")
+            return focal_softmax_tensor(z, self.gamma_, self.temperature_)
         return focal_softmax(self._predict_input(logits, "gamma_"), self.gamma_, self.temperature_)
 
     def _loop_surface(self, z, y, gammas, temperatures) -> np.ndarray:
@@ -166,7 +177,7 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         """The validation criterion of (γ, temperature) for every γ in ``gammas``."""
         conf, log_p_label = grid.evaluate(temperature, gammas)
         if self.criterion == "nll":
-            return -np.maximum(log_p_label, np.log(NLL_EPS)).mean(axis=1)
+            return _mean_nll(log_p_label)
         return batched_ece(conf, grid.correct, self.n_bins, self.binning)
 
     def _surface(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
@@ -176,7 +187,7 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         scores = []
         for start in range(0, temperatures.size, self.TEMPERATURE_BATCH):
             batch = temperatures[start : start + self.TEMPERATURE_BATCH]
-            conf = np.concatenate([grid.evaluate(t, gammas)[0] for t in batch])
+            conf = _rows([grid.evaluate(t, gammas)[0] for t in batch])
             scores.append(batched_ece(conf, grid.correct, self.n_bins, self.binning)
                           .reshape(batch.size, gammas.size).T)
         return np.concatenate(scores, axis=1)
@@ -213,12 +224,29 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         """The criterion at the points (γ_i, T_i): one kernel call each, one batched ECE for all."""
         if gammas.size == 0:
             return np.empty(0)
-        conf, log_p = (np.concatenate(a) for a in zip(*(
+        conf, log_p = (_rows(a) for a in zip(*(
             grid.evaluate(t, np.array([g])) for g, t in zip(gammas, temperatures))))
         if self.criterion == "nll":
-            return -np.maximum(log_p, np.log(NLL_EPS)).mean(axis=1)
+            return _mean_nll(log_p)
         return batched_ece(conf, grid.correct, self.n_bins, self.binning)
 
     def _select(self, gamma, temperature, score) -> None:
         self.gamma_, self.temperature_ = float(gamma), float(temperature)
         self.best_score_ = float(score)
+
+
+def _host(x):
+    """A tensor as a numpy array (anything else as it is)."""
+    return x.detach().cpu().numpy() if is_tensor(x) else x
+
+
+def _rows(parts: list):
+    """The rows of ``parts`` stacked: numpy arrays, or tensors on their device."""
+    return torch.cat(parts) if is_tensor(parts[0]) else np.concatenate(parts)
+
+
+def _mean_nll(log_p) -> np.ndarray:
+    """The mean NLL of each row of label log-probabilities (clipped as :func:`calibnb.metrics.nll`)."""
+    if is_tensor(log_p):
+        return (-log_p.clamp(min=math.log(NLL_EPS)).mean(dim=1)).cpu().numpy()
+    return -np.maximum(log_p, np.log(NLL_EPS)).mean(axis=1)

@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator
 
 from .._threads import single_threaded
 from .._validation import check_choice, check_grid, check_n_bins
+from ..metrics.streaming import is_tensor, on_gpu, row_blocks
 from ..metrics.toplabel import TIE_RTOL, top_label_unchecked
 from ._base import ClassCountMixin
 from ._grid import batched_ece, grid_blocks
@@ -107,28 +108,41 @@ class TemperatureScaling(ClassCountMixin, BaseEstimator):
         check_choice(self.binning, "binning", ("width", "mass"))
         n_bins = check_n_bins(self.n_bins)
         grid = check_grid(self.temperatures, PAPER_TEMPERATURES, "temperatures", positive=True)
-        z, y = self._fit_input(logits, labels)
+        # a torch tensor is scored on its device; numpy arrays in numpy
+        tensors = is_tensor(logits)
+        z, y = (self._fit_input_on_device if tensors else self._fit_input)(logits, labels)
         if self.criterion == "nll":
             self.temperature_ = nll_temperature(z, y)
             self.best_score_ = softmax_nll(z, y, self.temperature_)
             return self
-        logits, labels = torch.from_numpy(z), torch.from_numpy(y)
+        logits, labels = (z, y) if tensors else (torch.from_numpy(z), torch.from_numpy(y))
 
         def score(axes):
             conf, correct = top_label_confidences(logits, labels, axes[0])
-            return batched_ece(conf.cpu().numpy(), correct.cpu().numpy(), n_bins, self.binning)
+            return batched_ece(conf if tensors else conf.numpy(),
+                               correct if tensors else correct.numpy(), n_bins, self.binning)
 
         (self.temperatures_,), self.scores_ = grid_search(
             score, [grid], ["temperature"], [self.temperatures is None], type(self).__name__)
         best = int(np.argmin(self.scores_))  # the first minimum, as the papers' strict `<` scan
         self.temperature_ = float(self.temperatures_[best])
-        # the selected score as ece(predict_proba(z), y) rounds it, to the last bit
-        conf, correct = softmax_top_label(z, y, self.temperature_)
-        self.best_score_ = float(batched_ece(conf[None], correct, n_bins, self.binning)[0])
+        # the selected score as ece(predict_proba(z), y) rounds it, to the last bit (for a
+        # tensor, to rounding)
+        conf, correct = (top_label_confidences(z, y, [self.temperature_]) if tensors
+                         else softmax_top_label(z, y, self.temperature_))
+        self.best_score_ = float(batched_ece(conf.reshape(1, -1), correct.reshape(-1), n_bins,
+                                             self.binning)[0])
         return self
 
-    def predict_proba(self, logits) -> np.ndarray:
-        """``softmax(logits / temperature_)`` in float64."""
+    def predict_proba(self, logits):
+        """``softmax(logits / temperature_)`` in float64: a numpy array, or for a torch tensor a
+        tensor on its device."""
+        if is_tensor(logits):
+            z = self._predict_input_on_device(logits, "temperature_")
+            out = torch.empty(z.shape, dtype=torch.float64, device=z.device)
+            for rows in row_blocks(*z.shape, gpu=on_gpu(z)):
+                out[rows] = torch.softmax(z[rows].to(torch.float64) / self.temperature_, dim=1)
+            return out
         return softmax(self._predict_input(logits, "temperature_") / self.temperature_, axis=1)
 
 
@@ -184,9 +198,16 @@ def softmax_top_label(z: np.ndarray, y: np.ndarray, temperature: float):
     return tuple(np.concatenate(p) for p in zip(*parts))
 
 
-def softmax_nll(z: np.ndarray, y: np.ndarray, temperature: float) -> float:
-    """Mean negative log-likelihood of ``softmax(z / T)`` (validated float64 logits, int labels)."""
-    return float(-log_softmax(z / temperature, axis=1)[np.arange(z.shape[0]), y].mean())
+def softmax_nll(z, y, temperature: float) -> float:
+    """Mean negative log-likelihood of ``softmax(z / T)`` (validated float64 logits and int labels:
+    numpy arrays, or tensors, computed on their device), one block of rows at a time."""
+    if is_tensor(z):
+        parts = [torch.log_softmax(z[rows].to(torch.float64) / temperature, dim=1)
+                 .gather(1, y[rows, None])[:, 0] for rows in row_blocks(*z.shape, gpu=on_gpu(z))]
+        return float(-torch.cat(parts).mean())
+    parts = [log_softmax(z[rows] / temperature, axis=1)[np.arange(rows.stop - rows.start), y[rows]]
+             for rows in row_blocks(*z.shape)]
+    return float(-np.concatenate(parts).mean())
 
 
 def nll_temperature(z: np.ndarray, y: np.ndarray) -> float:
