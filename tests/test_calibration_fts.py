@@ -340,3 +340,83 @@ def test_line_search_criterion_is_within_tolerance_of_the_grid_on_real_logits():
     alone = [ece(focal_softmax(z, g, t), y, 15, "mass")
              for g, t in zip(line.line_gammas_[i], line.line_temperatures_[i])]
     np.testing.assert_allclose(line.line_scores_[i], alone, rtol=0, atol=1e-12)
+
+
+def _device(name):
+    if name == "cuda" and not torch.cuda.is_available():
+        pytest.fail("the gpu tests need a CUDA device")
+    return torch.device(name)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n_bins", [15, 300])
+@pytest.mark.parametrize("binning", ["mass", "width"])
+def test_batched_ece_of_tensors_equals_numpy_in_any_chunks(device, binning, n_bins, monkeypatch):
+    """The batched ECE of tensors (on their device) and of numpy arrays, in chunks of a few rows
+    and whole: the same bins, sums equal to rounding; numpy's chunks change no bit."""
+    from calibnb.calibration import _grid
+    rng = np.random.default_rng(n_bins)
+    conf = rng.uniform(0.2, 1.0, size=(40, 301))
+    conf[5] = np.round(conf[5], 2)  # ties across the equal-mass splits
+    shared = (rng.random(301) < 0.7).astype(float)
+    per_row = (rng.random((40, 301)) < 0.7).astype(float)
+    for correct in (shared, per_row):
+        whole = batched_ece(conf, correct, n_bins, binning)
+        monkeypatch.setattr(_grid, "ECE_BLOCK_ELEMENTS", 3 * 301)  # chunks of 3 rows
+        np.testing.assert_array_equal(batched_ece(conf, correct, n_bins, binning), whole)
+        on = _device(device)
+        tensor = batched_ece(torch.from_numpy(conf).to(on), torch.from_numpy(correct).to(on),
+                             n_bins, binning)
+        monkeypatch.undo()
+        assert isinstance(tensor, np.ndarray)
+        np.testing.assert_allclose(tensor, whole, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("criterion", ["ece", "nll"])
+@pytest.mark.parametrize("search", ["grid", "line"])
+@pytest.mark.parametrize("k", [4, 50])  # classes-first and samples-first layouts
+def test_a_tensor_is_fitted_on_its_device_as_numpy_is(device, criterion, search, k, monkeypatch):
+    """Logits on a device: the grid's kernel and criterion run there (several blocks of rows),
+    the surface equals numpy's to rounding and the selection is numpy's; predict_proba returns a
+    float64 tensor on the device, equal to focal_softmax."""
+    from calibnb.calibration import _grid
+    from calibnb.metrics import streaming
+    monkeypatch.setattr(_grid, "BLOCK_ELEMENTS", 40 * k)
+    monkeypatch.setattr(streaming, "DEVICE_BLOCK_ELEMENTS", 40 * k)
+    z, y = overconfident(k, n=400, k=k)
+    on = _device(device)
+    params = dict(gammas=[-0.5, 0.0, 0.37, 1.0, 5.0], temperatures=np.linspace(0.2, 4.0, 20),
+                  criterion=criterion, search=search)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EdgeOfSearchWarning)
+        numpy_fit = FocalTemperatureScaling(**params).fit(z, y)
+        tensor_fit = FocalTemperatureScaling(**params).fit(torch.from_numpy(z).to(on),
+                                                           torch.from_numpy(y).to(on))
+    np.testing.assert_allclose(tensor_fit.scores_, numpy_fit.scores_, rtol=0, atol=1e-12)
+    assert (tensor_fit.gamma_, tensor_fit.temperature_) == (numpy_fit.gamma_, numpy_fit.temperature_)
+    probs = tensor_fit.predict_proba(torch.from_numpy(z).to(on))
+    assert probs.device.type == device and probs.dtype == torch.float64
+    np.testing.assert_allclose(probs.cpu().numpy(), numpy_fit.predict_proba(z), rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("gamma", [-1.0, -0.5, 0.0, 0.37, 5.0, 20.0])
+def test_focal_softmax_of_a_tensor_equals_numpy_on_adversarial_logits(device, gamma):
+    """The device form of focal_softmax: saturated rows, ties, gaps of 900, tiny gaps."""
+    from calibnb.calibration._grid import focal_softmax_tensor
+    rng = np.random.default_rng(9)
+    z = rng.normal(scale=3.0, size=(12, 5))
+    z[0] = 2.0
+    z[1] = [5.0, 5.0, -1.0, 0.0, 1.0]
+    z[2] = [900.0, 0.0, -5.0, 1.0, 2.0]
+    z[3] = [0.0, 1e-13, 0.0, -1e-13, 0.0]
+    z[4] = [-300.0, -300.5, 400.0, -300.0, 399.0]
+    for temperature in (0.01, 0.37, 1.0, 5.0):
+        got = focal_softmax_tensor(torch.from_numpy(z).to(_device(device)), gamma, temperature)
+        assert got.device.type == device
+        np.testing.assert_allclose(got.cpu().numpy(), focal_softmax(z, gamma, temperature),
+                                   rtol=1e-13, atol=1e-15)

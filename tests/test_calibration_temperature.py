@@ -157,3 +157,34 @@ def test_streamed_ece_grid_selects_as_the_plain_loop():
     np.testing.assert_allclose(ts.scores_, loop, rtol=0, atol=1e-12)
     assert ts.temperature_ == ts.temperatures_[int(np.argmin(loop))]
     assert ts.best_score_ == ece(ts.predict_proba(z), y, 15, "mass")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("criterion, binning", [("ece", "width"), ("ece", "mass"), ("nll", "width")])
+def test_a_tensor_is_fitted_on_its_device_as_numpy_is(device, criterion, binning, monkeypatch):
+    """Logits on a device: the grid's confidences, the batched ECE and the NLL search run there
+    (several blocks of rows), the temperature is numpy's (the ECE grid's exactly, the NLL's to the
+    search's tolerance), and predict_proba returns a float64 tensor on the same device."""
+    from calibnb.calibration import _grid
+    from calibnb.metrics import streaming
+    monkeypatch.setattr(_grid, "BLOCK_ELEMENTS", 700)
+    monkeypatch.setattr(streaming, "DEVICE_BLOCK_ELEMENTS", 700)
+    z, y = overconfident(8, n=900)
+    on = _device(device)
+    numpy_fit = TemperatureScaling(criterion, binning=binning).fit(z, y)
+    tensor_fit = TemperatureScaling(criterion, binning=binning).fit(
+        torch.from_numpy(z).float().to(on), torch.from_numpy(y).to(on))
+    if criterion == "ece":
+        float32_fit = TemperatureScaling(criterion, binning=binning).fit(z.astype(np.float32), y)
+        assert tensor_fit.temperature_ == float32_fit.temperature_
+        np.testing.assert_allclose(tensor_fit.scores_, float32_fit.scores_, rtol=0, atol=1e-12)
+    else:
+        assert tensor_fit.temperature_ == pytest.approx(numpy_fit.temperature_, rel=1e-6)
+    probs = tensor_fit.predict_proba(torch.from_numpy(z).to(on))
+    assert probs.device.type == device and probs.dtype == torch.float64
+    np.testing.assert_allclose(probs.cpu().numpy(), softmax(z / tensor_fit.temperature_, axis=1),
+                               rtol=0, atol=1e-15)
+    fitted = z.astype(np.float32).astype(np.float64) / tensor_fit.temperature_  # what fit saw
+    assert tensor_fit.best_score_ == pytest.approx(
+        ece(softmax(fitted, axis=1), y, 15, binning) if criterion == "ece"
+        else -log_softmax(fitted, axis=1)[np.arange(900), y].mean(), abs=1e-12)
