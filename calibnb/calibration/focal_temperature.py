@@ -17,10 +17,14 @@ alone (q = (0.6, 0.4, 0) and (0.6, 0.2, 0.2) map to 0.672 and 0.704 at γ = 1), 
 also needs its own sort for the equal-mass bins. :class:`._grid.FocalGrid` shares everything
 else: the temperature-free part of the softmax once, the γ-free terms once per T (recomputed in
 registers rather than stored), only the top class and the label per γ; the equal-mass ECE of
-the candidates runs on PyTorch's thread count. Large grids run through ``torch.compile``, whose
-one-off cost (seconds, paid by the first large fit of each Python process)
-``bench/bench_fts_grid.py`` reports separately from the fit, with the fit's speed-up over the
-straightforward loop on the machine it runs on.
+the candidates runs on PyTorch's thread count. Grids up to ``COMPILE_ABOVE`` evaluations (the
+paper's grid on CIFAR-100 logits among them) run an eager kernel, so a fresh process's first fit
+costs what a later one does; larger ones compile the kernel with ``torch.compile`` once per
+process, a cost (10–25 s) that their fit repays. ``bench/bench_fts_grid.py --cold`` times the
+first fit in fresh processes with an empty compile cache against a warm one.
+
+Torch tensors are fitted and predicted on their device (a GPU included): the grid, the batched
+ECE and the map run there, and only the criterion's scores come back to the host.
 """
 
 from __future__ import annotations

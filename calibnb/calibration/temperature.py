@@ -18,6 +18,9 @@ peak extra memory a few MiB plus the (n_T, N) confidences) with one exponential 
 temperature, on the logits' own device (a CUDA tensor stays on the GPU), and the binned ECE of
 all temperatures at once (:func:`calibnb.calibration._grid.batched_ece`). It agrees with
 ``ece(softmax(z / T), y)`` to rounding (the sums run in another order), which the tests check.
+The NLL search also streams (:func:`softmax_nll`). A torch tensor is fitted on its device, a
+GPU included (the confidences, the batched ECE, each NLL: only scores come back to the host),
+and ``predict_proba`` returns a tensor there.
 """
 
 from __future__ import annotations
