@@ -217,6 +217,10 @@ def check_vector(
     return arr
 
 
+#: :func:`_real_matrix` checks finiteness on blocks of about this many entries.
+FINITE_CHECK_ELEMENTS = 1 << 18
+
+
 def _real_matrix(x, name: str, min_columns: int = 2) -> np.ndarray:
     """A finite real ``(N, K)`` array with N >= 1 and K >= ``min_columns``, in its own dtype."""
     arr = to_numpy(x, name)
@@ -226,7 +230,9 @@ def _real_matrix(x, name: str, min_columns: int = 2) -> np.ndarray:
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     check_matrix_shape(arr.shape, name, min_columns)
-    if not np.isfinite(arr).all():
+    # a block of rows at a time: no N x K mask of the whole matrix
+    rows = max(1, FINITE_CHECK_ELEMENTS // arr.shape[1])
+    if not all(np.isfinite(arr[start : start + rows]).all() for start in range(0, arr.shape[0], rows)):
         raise ValueError(f"{name} contains NaN or inf")
     return arr
 

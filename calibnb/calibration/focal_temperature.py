@@ -113,7 +113,9 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
     array([[0.269, 0.203, 0.529]])
     """
 
-    TEMPERATURE_BATCH = 20
+    #: The ECE of up to this many temperatures is scored at once (one batched call), with at
+    #: most ``BATCH_ELEMENTS`` (candidate, sample) confidences held (32 MiB of float64).
+    TEMPERATURE_BATCH, BATCH_ELEMENTS = 20, 1 << 22
 
     def __init__(self, gammas=None, temperatures=None, criterion: str = "ece",
                  search: str = "grid", n_bins: int = 15, binning: str = "mass"):
@@ -187,10 +189,12 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
     def _surface(self, grid: FocalGrid, gammas: np.ndarray, temperatures: np.ndarray):
         if self.criterion == "nll":
             return np.stack([self._criterion(grid, gammas, t) for t in temperatures], axis=1)
-        # the ECE of TEMPERATURE_BATCH temperatures at once: one sort and one bincount call each
+        # the ECE of a batch of temperatures at once: one sort and one bincount call each
+        size = max(1, min(self.TEMPERATURE_BATCH,
+                          self.BATCH_ELEMENTS // (gammas.size * grid.correct.shape[0])))
         scores = []
-        for start in range(0, temperatures.size, self.TEMPERATURE_BATCH):
-            batch = temperatures[start : start + self.TEMPERATURE_BATCH]
+        for start in range(0, temperatures.size, size):
+            batch = temperatures[start : start + size]
             conf = _rows([grid.evaluate(t, gammas)[0] for t in batch])
             scores.append(batched_ece(conf, grid.correct, self.n_bins, self.binning)
                           .reshape(batch.size, gammas.size).T)
