@@ -349,8 +349,8 @@ def line_vs_grid(repeats: int, rows: int) -> list[str]:
 
 
 def device_line(device: str, size, repeats: int) -> list[str]:
-    """TS (ECE grid, NLL), FTS (paper grid) and ECE on ``device`` tensors; a calibrator that does
-    not take them gets ``.cpu()`` and its line says "host"."""
+    """TS (ECE grid, NLL), FTS (paper grid), ETS, ECE and adaptive ECE on ``device`` tensors; a
+    calibrator that does not take them gets ``.cpu()`` and its line says "host"."""
     z, y = synthetic(*size)
     zt, yt = torch.as_tensor(z, device=device), torch.as_tensor(y, device=device)
     pt = torch.softmax(zt, dim=1).float()
@@ -358,7 +358,9 @@ def device_line(device: str, size, repeats: int) -> list[str]:
     jobs = [("TS, ECE grid", lambda a, b: TemperatureScaling().fit(a, b), zt),
             ("TS, NLL", lambda a, b: TemperatureScaling("nll").fit(a, b), zt),
             ("FTS, paper grid", lambda a, b: paper_fts().fit(a, b), zt),
-            ("ECE (15 bins)", lambda a, b: ece(a, b, 15), pt)]
+            ("ETS", lambda a, b: EnsembleTemperatureScaling().fit(a, b), zt),
+            ("ECE (15 bins)", lambda a, b: ece(a, b, 15), pt),
+            ("adaptive ECE", lambda a, b: adaptive_ece(a, b, 15), pt)]
     for name, run, data in jobs:
         where = device
         try:
