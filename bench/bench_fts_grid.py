@@ -22,12 +22,15 @@ Modes (issue 30), each on its own line of output with the command that reproduce
   ``TRITON_CACHE_DIR`` in a new temporary folder), against a second, warm fit in the same process.
 * ``--line``: ``search="line"`` against the full grid on the same logits, interleaved, and the
   gap between the validation criteria of their choices.
+* ``--throughput``: a whole fit's nanoseconds per evaluation at 5000 × 100 and 50,000 × 1000,
+  with the eager and the compiled kernel (a cost per evaluation growing with N would be
+  super-linear).
 * ``--large N K``: in a fresh subprocess each, TS with the ECE grid, a float32 L-BFGS NLL
   temperature fit (TorchUncertainty's ``Scaler``: ``LBFGS(lr=0.1, max_iter=100)`` on the mean
   cross-entropy of z / T) and FTS on ``--fts-temperatures`` of the paper's grid: seconds, and
   peak extra memory over the float64 logits (tracemalloc and max RSS after the logits exist).
 
-Run: ``.venv/bin/python bench/bench_fts_grid.py [--cold | --line | --large N K [ROUNDS]]``.
+Run: ``.venv/bin/python bench/bench_fts_grid.py [--cold | --line | --throughput | --large N K [ROUNDS]]``.
 """
 
 from __future__ import annotations
@@ -238,6 +241,32 @@ def large(n: int, k: int, rounds: int = 2, fts_temperatures: int = 10) -> None:
               f"max RSS {rss:4.2f}{extra}")
 
 
+def throughput(sizes=((5000, 100), (50000, 1000)), n_temperatures: int = 10) -> None:
+    """Nanoseconds per (sample, class, γ, T) of a whole fit (kernel and batched ECE) on
+    ``n_temperatures`` of the paper's temperatures and its nine γ, with each kernel forced, at
+    each size: a cost per evaluation that grows with the size would be super-linear."""
+    from calibnb.calibration import _grid
+    temperatures = PAPER_FTS_TEMPERATURES[:: PAPER_FTS_TEMPERATURES.size // n_temperatures]
+    print(f"FTS fit per (sample, class, gamma, T), {n_temperatures} T x 9 gamma, synthetic logits")
+    print("  command: .venv/bin/python bench/bench_fts_grid.py --throughput")
+    rng = np.random.default_rng(SEED)
+    for n, k in sizes:
+        z = rng.normal(scale=3.0, size=(n, k))
+        y = np.where(rng.random(n) < 0.7, z.argmax(axis=1), rng.integers(0, k, n))
+        evaluations = temperatures.size * PAPER_GAMMAS.size * z.size
+        cells = []
+        for kernel, threshold in (("eager", math.inf), ("compiled", 0.0)):
+            _grid.COMPILE_ABOVE = threshold
+            fit = FocalTemperatureScaling(gammas=PAPER_GAMMAS, temperatures=temperatures)
+            if kernel == "compiled":
+                fit.fit(z[:100], y[:100])  # the compilation, outside the timing
+            start = time.perf_counter()
+            fit.fit(z, y)
+            cells.append(f"{kernel} {(time.perf_counter() - start) / evaluations * 1e9:5.2f} ns")
+        print(f"  {n} x {k}: " + ", ".join(cells))
+    _grid.COMPILE_ABOVE = COMPILE_ABOVE
+
+
 if __name__ == "__main__":
     import sys
     args = sys.argv[1:]
@@ -247,6 +276,8 @@ if __name__ == "__main__":
         cold_child()
     elif args[:1] == ["--line"]:
         line()
+    elif args[:1] == ["--throughput"]:
+        throughput()
     elif args[:1] == ["--large"]:
         large(int(args[1]), int(args[2]), *map(int, args[3:4]))
     elif args[:1] == ["--large-child"]:
