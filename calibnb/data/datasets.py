@@ -196,6 +196,9 @@ def _download(name: str, root) -> None:
     if name in fetch.RELEASES:
         fetch.fetch(name, None if target is None else Path(target).expanduser())
         return
+    if name in ("cifar10c", "tiny_imagenet"):
+        published = {"cifar10c": "CIFAR-10-C", "tiny_imagenet": "Tiny-ImageNet"}[name]
+        raise _missing(name, root, required, f" torchvision has no {published} downloader.")
     try:
         from torchvision import datasets as tv
     except ImportError as exc:
@@ -206,8 +209,6 @@ def _download(name: str, root) -> None:
         ) from exc
     if target is None:
         raise ValueError("download=True needs a target folder: pass root= or set CALIBNB_DATA")
-    if name in ("cifar10c", "tiny_imagenet"):
-        raise _missing(name, root, required, " torchvision has no downloader for it.")
 
     target = str(Path(target).expanduser())
     if name == "cifar10":

@@ -158,10 +158,10 @@ def _decode(path: Path) -> np.ndarray:
     return pixels.transpose(2, 0, 1)
 
 
-def decode_images(paths: list[Path], workers: int | None = None) -> np.ndarray:
+def decode_images(paths: list[Path], workers: int | None = None) -> tuple[np.ndarray, list[str]]:
     """The images at ``paths`` as one ``(N, 3, 64, 64)`` uint8 array, decoded on ``workers``
-    threads (Pillow releases the GIL while it decodes). Every damaged file is named in one
-    ``ValueError`` (the first :data:`LISTED`, then how many more)."""
+    threads (Pillow releases the GIL while it decodes), and what is wrong with each damaged or
+    missing file, in the order of ``paths`` (its image in the array is left undefined)."""
     out = np.empty((len(paths), 3, SIZE, SIZE), dtype=np.uint8)
     damaged = []
 
@@ -174,12 +174,15 @@ def decode_images(paths: list[Path], workers: int | None = None) -> np.ndarray:
     workers = workers or min(16, os.cpu_count() or 1)
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(decode, range(len(paths)), chunksize=256))
+    return out, [message for _, message in sorted(damaged)]
+
+
+def _refuse(damaged: list[str]) -> None:
+    """One ``ValueError`` naming every damaged file (the first :data:`LISTED`, then a count)."""
     if damaged:
-        damaged.sort()
-        listed = "\n  ".join(message for _, message in damaged[:LISTED])
+        listed = "\n  ".join(damaged[:LISTED])
         more = f"\n  ... and {len(damaged) - LISTED} more" if len(damaged) > LISTED else ""
         raise ValueError(f"Tiny-ImageNet: {len(damaged)} damaged or missing image(s):\n  {listed}{more}")
-    return out
 
 
 def read_tiny_imagenet(folder: Path, verify: bool = True):
@@ -194,7 +197,8 @@ def read_tiny_imagenet(folder: Path, verify: bool = True):
     wnids = read_wnids(folder, verify)
     train_paths, y_train, numbers = train_files(folder, wnids, verify)
     test_paths, y_test = val_files(folder, wnids, verify)
-    x_train = decode_images(train_paths)
-    x_test = decode_images(test_paths)
+    x_train, damaged_train = decode_images(train_paths)
+    x_test, damaged_test = decode_images(test_paths)
+    _refuse(damaged_train + damaged_test)
     val_idx = np.flatnonzero(numbers >= VAL_FROM).astype(np.int64)
     return x_train, y_train, x_test, y_test, wnids, val_idx
