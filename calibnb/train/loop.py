@@ -75,7 +75,9 @@ class _Data:
 def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(train_idx, val_idx)`` of the data set ``ds``: its fixed validation set where it has one
     (Tiny-ImageNet's 50 images a class, :attr:`calibnb.data.Dataset.val_idx`), which ``val_size``
-    must match, else the papers' shuffled split (:func:`calibnb.data.train_val_split`)."""
+    must match, else the papers' shuffled split (:func:`calibnb.data.train_val_split`). The
+    training indices of a fixed split are shuffled with ``split_seed`` as the drawn split's are,
+    so that ``train_size`` keeps a random subset rather than the first classes."""
     if ds.val_idx is None:
         return train_val_split(len(ds.y_train), val_size, split_seed)
     if val_size != len(ds.val_idx):
@@ -85,7 +87,9 @@ def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray
     is_val[ds.val_idx] = True
     if is_val.all():
         raise ValueError(f"{ds.name}: every training image belongs to the fixed validation set; none is left to train on")
-    return np.flatnonzero(~is_val).astype(np.int64), ds.val_idx
+    train_idx = np.flatnonzero(~is_val).astype(np.int64)
+    np.random.RandomState(split_seed).shuffle(train_idx)
+    return train_idx, ds.val_idx
 
 
 @torch.inference_mode()
