@@ -55,3 +55,39 @@ def write_cifar10(root, rng, per_batch=3, n_test=4):
         b"label_names": [c.encode() for c in CIFAR10_CLASSES],
     })
     return folder, images, labels
+
+
+def write_tiny_imagenet(root, rng, n_classes=3, train_numbers=(0, 1, 2, 450, 451), val_per_class=2):
+    """A ``tiny-imagenet-200/`` tree in the published layout (``wnids.txt`` in the release's
+    unsorted order, ``words.txt``, ``train/<wnid>/images/<wnid>_<i>.JPEG`` and
+    ``<wnid>_boxes.txt``, ``val/images/val_<j>.JPEG`` with ``val/val_annotations.txt``,
+    ``test/images/``), 64×64 JPEGs written by Pillow, the first training image of each class
+    greyscale as a few published ones are. Returns ``(folder, wnids)``, wnids sorted."""
+    from PIL import Image
+
+    folder = root / "tiny-imagenet-200"
+    wnids = [f"n{rng.integers(10**7, 10**8 - 1):08d}" for _ in range(n_classes)]
+    (folder / "val" / "images").mkdir(parents=True)
+    (folder / "test" / "images").mkdir(parents=True)
+    (folder / "wnids.txt").write_text("".join(f"{w}\n" for w in wnids))
+    (folder / "words.txt").write_text("".join(f"{w}\tthing {i}, object {i}\n" for i, w in enumerate(wnids)))
+
+    def save(path, grey=False):
+        pixels = rng.integers(0, 256, size=(64, 64, 3), dtype=np.uint8)
+        image = Image.fromarray(pixels[..., 0] if grey else pixels, "L" if grey else "RGB")
+        image.save(path, "JPEG")
+
+    for wnid in wnids:
+        images = folder / "train" / wnid / "images"
+        images.mkdir(parents=True)
+        for k, i in enumerate(train_numbers):
+            save(images / f"{wnid}_{i}.JPEG", grey=k == 0)
+        (folder / "train" / wnid / f"{wnid}_boxes.txt").write_text(
+            "".join(f"{wnid}_{i}.JPEG\t0\t0\t63\t63\n" for i in train_numbers))
+    lines = []
+    for j in range(n_classes * val_per_class):
+        save(folder / "val" / "images" / f"val_{j}.JPEG")
+        lines.append(f"val_{j}.JPEG\t{wnids[j % n_classes]}\t1\t2\t60\t61\n")
+    (folder / "val" / "val_annotations.txt").write_text("".join(lines))
+    save(folder / "test" / "images" / "test_0.JPEG")
+    return folder, sorted(wnids)

@@ -29,8 +29,10 @@ def linear(c_in, c_out):
     return c_in * c_out + c_out
 
 
-def reference_resnet_params(blocks, num_classes):
-    """Net/resnet.py: 3×3 stem (3→64) + BN, bottleneck stages of 64/128/256/512 planes."""
+def reference_resnet_params(blocks, num_classes, pooled=1):
+    """Net/resnet.py: 3×3 stem (3→64) + BN, bottleneck stages of 64/128/256/512 planes; the
+    classifier reads 2048 features per cell of the ``pooled`` × ``pooled`` final grid
+    (Net/resnet_tiny_imagenet.py: ``AdaptiveAvgPool2d(2)``, ``Linear(512 * 4 * 4, 200)``)."""
     total = conv(3, 64, 3) + bn(64)
     in_planes = 64
     for planes, n, stride in zip((64, 128, 256, 512), blocks, (1, 2, 2, 2)):
@@ -41,7 +43,7 @@ def reference_resnet_params(blocks, num_classes):
             if s != 1 or in_planes != 4 * planes:  # projection shortcut
                 total += conv(in_planes, 4 * planes, 1) + bn(4 * planes)
             in_planes = 4 * planes
-    return total + linear(2048, num_classes)
+    return total + linear(2048 * pooled**2, num_classes)
 
 
 def reference_wrn_params(depth, width, num_classes):
@@ -120,6 +122,38 @@ def test_state_dict_names_match_the_reference_modules():
     assert dn["linear.weight"].shape == (10, 1024)  # 512 + 16·32
     r110 = get_model("resnet110", 10).state_dict()
     assert "layer3.25.conv3.weight" in r110 and "layer3.26.conv1.weight" not in r110
+
+
+#: Net/resnet_tiny_imagenet.py at 200 classes, by the formula (the body is the CIFAR net's).
+TINY_IMAGENET_EXPECTED = {"resnet50": 25_138_952, "resnet110": 47_482_632}
+
+
+@pytest.mark.parametrize("name, blocks", [("resnet50", (3, 4, 6, 3)), ("resnet110", (3, 4, 26, 3))])
+def test_tiny_imagenet_resnets_match_the_reference_count(name, blocks):
+    model = get_model(name, 200, input_shape=(3, 64, 64))
+    assert n_params(model) == reference_resnet_params(blocks, 200, pooled=2) == TINY_IMAGENET_EXPECTED[name]
+    assert model.fc.in_features == 8192 and model.pool_grid == 2
+    # the reference's train.py builds resnet50_ti for Tiny-ImageNet; its CIFAR net cannot take 64×64
+    assert n_params(model) - n_params(get_model(name, 200)) == linear(8192, 200) - linear(2048, 200)
+
+
+def test_tiny_imagenet_resnet_pools_the_reference_windows_and_is_he_initialised():
+    """AdaptiveAvgPool2d(2) on the 8×8 final map of a 64×64 image: the 4×4 windows of the CIFAR
+    net's avg_pool2d(4); convolutions drawn from N(0, 2 / (k²·c_out))."""
+    torch.manual_seed(0)
+    model = get_model("resnet50", 200, input_shape=(3, 64, 64)).eval()
+    seen = {}
+    model.layer4.register_forward_hook(lambda m, i, out: seen.update(feat=out))
+    with torch.no_grad():
+        out = model(torch.randn(2, 3, 64, 64))
+    assert seen["feat"].shape == (2, 2048, 8, 8) and out.shape == (2, 200)
+    torch.testing.assert_close(out, model.fc(F.avg_pool2d(seen["feat"], 4).flatten(1)))
+    weight = model.layer4[0].conv2.weight  # 512·512·9 draws
+    assert abs(weight.std().item() / math.sqrt(2 / (9 * 512)) - 1) < 0.01
+    cifar = get_model("resnet50", 200, input_shape=(3, 32, 32)).layer4[0].conv2.weight  # PyTorch's default
+    assert abs(cifar.std().item() / math.sqrt(2 / (9 * 512)) - 1) > 0.2
+    with pytest.raises(ValueError, match="image_size: the papers' ResNets take images of up to 32 pixels"):
+        get_model("resnet50", 200, input_shape=(3, 48, 48))
 
 
 @pytest.mark.slow

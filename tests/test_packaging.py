@@ -30,7 +30,7 @@ PROJECT = PYPROJECT["project"]
 PACKAGE = REPO / "calibnb"
 
 #: Import names that are not their distribution's name (the others are, up to canonicalisation).
-DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "pyyaml", "mpl_toolkits": "matplotlib"}
+DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "pyyaml", "mpl_toolkits": "matplotlib", "PIL": "pillow"}
 #: Imported only inside functions, for a feature that needs an extra: import name -> the extra.
 EXTRA_OF = {
     "papermill": "sweep", "jupytext": "sweep", "nbformat": "sweep", "jupyter_client": "sweep",

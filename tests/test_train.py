@@ -8,6 +8,7 @@ import pytest
 from calibnb.atomic import SEAL_KEYS
 from calibnb.runs import load_logits
 from calibnb.train import RECIPES, TrainConfig, evaluate_logits, train
+from calibnb.train.recipes import Recipe
 from calibnb.train import loop as train_loop
 
 TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]}, progress=False)
@@ -64,6 +65,15 @@ def test_recipes_follow_the_papers():
     assert (paper.epochs, paper.batch_size, paper.lr, paper.momentum, paper.weight_decay) == (350, 128, 0.1, 0.9, 5e-4)
     assert paper.milestones == (150, 250) and paper.reduction == "sum" and paper.grad_clip == 2.0
     assert RECIPES["mukhoti2020_tiny_imagenet"].milestones == (40, 60)
+    for name, batch, select in (("mukhoti2020_tiny_imagenet", 128, "last"),
+                                ("ghosh2022_tiny_imagenet", 64, "best_val_error"),
+                                ("komisarenko2024_tiny_imagenet", 64, "last")):
+        tiny = RECIPES[name]
+        assert (tiny.epochs, tiny.milestones, tiny.batch_size, tiny.select) == (100, (40, 60), batch, select)
+        assert (tiny.lr, tiny.momentum, tiny.weight_decay, tiny.reduction) == (0.1, 0.9, 5e-4, "sum")
+    assert RECIPES["ghosh2022_tiny_imagenet"].with_epochs(10).select == "best_val_error"
+    with pytest.raises(ValueError, match="select must be one of"):
+        Recipe(epochs=1, select="best")
     assert paper.with_epochs(35).milestones == (15, 25)
     assert RECIPES["cpu"].with_epochs(2).milestones == (1,)
     config = TrainConfig(epochs=12, lr=0.05, batch_size=64, reduction="mean")
@@ -151,3 +161,36 @@ def test_a_run_with_shifts_and_adafocal_stores_what_reproduces_its_metrics(tmp_p
     updates = stored["adafocal_updates"]
     assert len(updates) == 2 and [u["gammas"] for u in updates] == stored["gammas"]
     assert all(len(u["edges"]) == len(u["gaps"]) + 1 == 16 for u in updates)
+
+
+@pytest.mark.slow
+def test_a_best_validation_recipe_evaluates_its_best_epoch_and_resumes_to_it(tmp_path, monkeypatch):
+    """AdaFocal's Tiny-ImageNet recipe reports the model with the lowest validation error (App.
+    D.3): the evaluated weights are that epoch's (its stored validation logits give the history's
+    error of that epoch), ``metrics.json`` names it, and a run killed after it resumes to the
+    same metrics (the checkpoint carries the best weights)."""
+    config = {**TINY, "recipe": "ghosh2022_tiny_imagenet", "epochs": 4, "lr": 1.0}  # too high: it gets worse
+    uninterrupted = train({**config, "out_dir": str(tmp_path / "a")})
+    errors = uninterrupted["history"]["val_error"].tolist()
+    best = int(np.argmin(errors))  # the first epoch reaching the lowest error
+    assert best < 3 and errors[3] != errors[best]  # so the evaluated model is not the last one
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert metrics["selected_epoch"] == best + 1
+    val_logits, val_labels = load_logits(tmp_path / "a" / "logits_val.npz")
+    assert np.isclose((val_logits.argmax(1) != val_labels).mean(), errors[best], atol=1 / 400)
+
+    real_save = train_loop.save_checkpoint
+
+    def save_then_die(out_dir, state):
+        real_save(out_dir, state)
+        if state["epoch"] == 2:
+            raise KeyboardInterrupt("killed after the third epoch")
+
+    monkeypatch.setattr(train_loop, "save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train({**config, "out_dir": str(tmp_path / "b")})
+    monkeypatch.setattr(train_loop, "save_checkpoint", real_save)
+    train({**config, "out_dir": str(tmp_path / "b"), "resume": True})
+    resumed = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    unsealed = lambda m: {k: v for k, v in m.items() if k not in SEAL_KEYS}  # noqa: E731
+    assert unsealed(resumed) == unsealed(metrics)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int
-from . import fetch, readers
+from . import fetch, readers, tiny_imagenet
 
 #: Normalisation of Mukhoti et al.'s code (``Data/cifar10.py``), which DFL, AdaFocal, FCL and
 #: FTS reuse for CIFAR-10, CIFAR-100 (train and validation) and SVHN alike.
@@ -32,6 +32,10 @@ CIFAR_STD = (0.2023, 0.1994, 0.2010)
 #: Fashion-MNIST training-set pixel mean and standard deviation (0..1 scale), to 4 decimals.
 FASHION_MNIST_MEAN = (0.2860,)
 FASHION_MNIST_STD = (0.3530,)
+#: ImageNet's per-channel statistics, with which the papers' code (``Data/tiny_imagenet.py``)
+#: normalises Tiny-ImageNet.
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 FASHION_MNIST_CLASSES = (
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
@@ -60,6 +64,10 @@ class Dataset:
         The class names, index = label.
     info : dict
         Dataset-specific details (``corruption``, ``severity``, ``folder``).
+    val_idx : numpy.ndarray or None
+        The positions in ``x_train`` of the papers' validation set where the data set fixes it
+        (Tiny-ImageNet: each class's images numbered 450 to 499); None where the papers draw it
+        (:func:`calibnb.data.train_val_split`).
 
     CIFAR-10-C is a test set only: its ``x_train``/``y_train`` are empty (train on ``cifar10``).
     """
@@ -74,6 +82,7 @@ class Dataset:
     std: tuple[float, ...]
     classes: tuple[str, ...]
     info: dict
+    val_idx: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (
@@ -111,6 +120,12 @@ _SPECS = {
         ("labels.npy",),
         "https://zenodo.org/records/2535967 (CIFAR-10-C.tar, md5 "
         "56bf5dcef84df0e2308c6dcbcbbd8499; extract it)",
+    ),
+    "tiny_imagenet": _Spec(
+        ("tiny-imagenet-200",),
+        ("wnids.txt", "val/val_annotations.txt"),
+        f"{tiny_imagenet.ARCHIVE_URL} (248 MB; md5 {tiny_imagenet.ARCHIVE_MD5} as other libraries "
+        "record it; extract it)",
     ),
     "fashion-mnist": _Spec(
         ("fashion-mnist", "FashionMNIST/raw"),
@@ -181,6 +196,9 @@ def _download(name: str, root) -> None:
     if name in fetch.RELEASES:
         fetch.fetch(name, None if target is None else Path(target).expanduser())
         return
+    if name in ("cifar10c", "tiny_imagenet"):
+        published = {"cifar10c": "CIFAR-10-C", "tiny_imagenet": "Tiny-ImageNet"}[name]
+        raise _missing(name, root, required, f" torchvision has no {published} downloader.")
     try:
         from torchvision import datasets as tv
     except ImportError as exc:
@@ -191,8 +209,6 @@ def _download(name: str, root) -> None:
         ) from exc
     if target is None:
         raise ValueError("download=True needs a target folder: pass root= or set CALIBNB_DATA")
-    if name == "cifar10c":
-        raise _missing(name, root, required, " torchvision has no CIFAR-10-C downloader.")
 
     target = str(Path(target).expanduser())
     if name == "cifar10":
@@ -224,6 +240,8 @@ def _read(name, folder, stamp, verify, corruption, severity):
         return (*readers.read_fashion_mnist(folder, verify), FASHION_MNIST_CLASSES)
     if name == "mnist1d":
         return (*readers.generate_mnist1d(), DIGITS)
+    if name == "tiny_imagenet":
+        return tiny_imagenet.read_tiny_imagenet(folder, verify)
     x_test, y_test = readers.read_cifar10c(folder, corruption, severity, verify)
     x_train = np.zeros((0, 3, 32, 32), dtype=np.uint8)
     return x_train, np.zeros(0, dtype=np.int64), x_test, y_test, readers.CIFAR10_CLASSES
@@ -242,17 +260,19 @@ def load_dataset(
 
     Parameters
     ----------
-    name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"fashion-mnist"`` or
-        ``"mnist1d"``.
+    name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"tiny_imagenet"``,
+        ``"fashion-mnist"`` or ``"mnist1d"``.
     root : a folder holding the data set's folder (e.g. ``root/cifar-10-batches-py``) or its
         files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).
     download : when the files are missing, fetch them into ``root`` (or ``$CALIBNB_DATA``, else
         the per-user cache): Fashion-MNIST from its published files or Debian's package
         (``calibnb.data.fetch``), the others with torchvision's downloaders. Without
-        torchvision, or for CIFAR-10-C, which torchvision does not provide, a
+        torchvision, or for CIFAR-10-C and Tiny-ImageNet, which torchvision does not provide, a
         ``FileNotFoundError`` says where to put which files.
     verify : check each file's content md5 against the published release
         (``calibnb.data.integrity``); a mismatch raises ``ValueError`` naming the file.
+        Tiny-ImageNet has no published checksums: its structure and counts are checked
+        instead (``calibnb.data.tiny_imagenet``), and ``verify=False`` admits a subset.
     corruption, severity : CIFAR-10-C only; default ``"gaussian_noise"`` at severity 5, the
         setting of the papers' shift experiments.
 
@@ -284,13 +304,14 @@ def load_dataset(
         if folder is None:
             raise _missing(name, root, required)
     stamp = _stamp(folder, required)
-    x_train, y_train, x_test, y_test, classes = _read(
+    x_train, y_train, x_test, y_test, classes, *fixed_split = _read(
         name, folder, stamp, verify, corruption, severity
     )
     num_classes = len(classes)
     stats = {
         "fashion-mnist": (FASHION_MNIST_MEAN, FASHION_MNIST_STD),
         "mnist1d": ((0.0,), (1.0,)),
+        "tiny_imagenet": (IMAGENET_MEAN, IMAGENET_STD),
     }.get(name, (CIFAR_MEAN, CIFAR_STD))
     info = {"folder": None if folder is None else str(folder)}
     if name == "cifar10c":
@@ -310,4 +331,5 @@ def load_dataset(
         std=stats[1],
         classes=tuple(classes),
         info=info,
+        val_idx=fixed_split[0].copy() if fixed_split else None,
     )

@@ -3,7 +3,7 @@
 ============================  ==============================================================
 ``get_model`` name            network
 ============================  ==============================================================
-``resnet50``                  CIFAR ResNet-50, bottlenecks [3, 4, 6, 3]
+``resnet50``                  CIFAR ResNet-50, bottlenecks [3, 4, 6, 3] (64×64: Tiny-ImageNet's)
 ``resnet110``                 the papers' 4-stage bottleneck "ResNet-110", [3, 4, 26, 3]
 ``wide_resnet26_10``          WRN-26-10, post-activation basic blocks, widths 160/320/640
 ``densenet121``               CIFAR DenseNet-121, blocks [6, 12, 24, 16], growth 32
@@ -16,7 +16,9 @@ The four papers' nets follow ``torrvision/focal_calibration``'s ``Net/`` (module
 the differences: none changes a 32×32 forward pass). ``in_channels=1`` adapts them to
 Fashion-MNIST's 28×28 grey images: the stem takes one channel and the global average pool takes
 whatever final map the smaller input produces, so no padding to 32×32 is needed. Every model
-accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16).
+accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16). The ResNets
+also take ``image_size``: 64 builds the reference's Tiny-ImageNet net (``Net/resnet_tiny_imagenet.py``:
+a 2×2 pool before an 8192-feature classifier, see :mod:`calibnb.models.resnet`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ _FACTORIES: dict[str, Callable[..., nn.Module]] = {
 }
 #: The names :func:`get_model` builds.
 MODELS = tuple(_FACTORIES)
+#: The networks whose layers depend on the input's side (``image_size``).
+_SIZED = ("resnet50", "resnet110")
 
 
 def get_model(
@@ -54,7 +58,8 @@ def get_model(
     ``input_shape``, one example's shape without the batch dimension (``(1, 28, 28)``,
     ``(3, 32, 32)``, ``(1, 40)``), fills in what the network needs to know about its input:
     ``in_channels`` = ``input_shape[0]``, ``in_features`` = its product (``mlp``), ``length`` =
-    its last entry (``cnn1d``). Explicit ``kwargs`` win. Other ``kwargs`` go to the network:
+    its last entry (``cnn1d``), ``image_size`` = its last entry (``resnet50``, ``resnet110``: 64
+    builds the Tiny-ImageNet net). Explicit ``kwargs`` win. Other ``kwargs`` go to the network:
     ``in_channels`` (default 3 for the CIFAR nets, 1 for the small nets), ``hidden`` (``mlp``),
     ``widths`` and ``pool`` (``small_cnn``), ``channels`` (``cnn1d``).
     """
@@ -67,6 +72,8 @@ def get_model(
         derived = {"in_features": math.prod(shape)} if name == "mlp" else {"in_channels": shape[0]}
         if name == "cnn1d":
             derived["length"] = shape[-1]
+        if name in _SIZED and len(shape) == 3:
+            derived["image_size"] = shape[-1]
         kwargs = {**derived, **kwargs}
     if name == "mlp" and "in_features" not in kwargs:
         raise TypeError("get_model('mlp', ...) needs in_features or input_shape (e.g. 784)")

@@ -1,4 +1,4 @@
-"""The CIFAR ResNets of the papers: ResNet-50 and the 4-stage "ResNet-110".
+"""The ResNets of the papers: ResNet-50 and the 4-stage "ResNet-110", for CIFAR and Tiny-ImageNet.
 
 Architecture of ``torrvision/focal_calibration`` ``Net/resnet.py`` (Mukhoti et al. 2020), reused
 by DFL, AdaFocal and FCL: He et al.'s (2016) bottleneck ResNet with a CIFAR stem (one 3×3 conv,
@@ -16,6 +16,14 @@ channels are a parameter (``in_channels=1`` for Fashion-MNIST), the final ``avg_
 is a global average pool (the same on the 4×4 map of a 32×32 input, and it also accepts 28×28
 inputs, whose map is 4×4 as well, or larger images), and the unused ``temp`` logit divisor is
 gone. Module names match the reference, so its ``state_dict`` checkpoints load unchanged.
+
+**Tiny-ImageNet** (``image_size=64``, which :func:`calibnb.models.get_model` fills in from a
+64×64 input): the reference's ``Net/resnet_tiny_imagenet.py``, which its ``train.py`` builds for
+Tiny-ImageNet. The stem, stages and blocks are the same; the final 8×8 map is pooled to 2×2
+(``AdaptiveAvgPool2d(2)``: the same 4×4 windows as the CIFAR net's ``avg_pool2d(4)``), so the
+classifier reads 2048·4 = 8192 features, and every convolution is initialised from
+N(0, 2 / (k²·c_out)) (He et al.'s fan-out rule), batch norms with weight 1 and bias 0. Its
+projection shortcuts are called ``downsample`` there and ``shortcut`` here.
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+#: Input sides (pixels) of the reference's two nets: CIFAR's 32 (Fashion-MNIST's 28 works too),
+#: and Tiny-ImageNet's 64.
+CIFAR_SIZE, TINY_IMAGENET_SIZE = 32, 64
 
 
 class Bottleneck(nn.Module):
@@ -54,12 +66,22 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
-    """A 4-stage bottleneck ResNet with a CIFAR stem; ``blocks`` counts bottlenecks per stage."""
+    """A 4-stage bottleneck ResNet with a CIFAR stem; ``blocks`` counts bottlenecks per stage.
+
+    ``image_size`` picks the reference net for that input side (module docstring): None or up to
+    32, the CIFAR net (global average pool); 64, the Tiny-ImageNet net (2×2 pool, He-initialised
+    convolutions). Other sides are refused, since the papers define no net for them.
+    """
 
     def __init__(
-        self, blocks: tuple[int, int, int, int], num_classes: int = 10, in_channels: int = 3
+        self, blocks: tuple[int, int, int, int], num_classes: int = 10, in_channels: int = 3,
+        image_size: int | None = None,
     ):
+        if image_size is not None and not (image_size <= CIFAR_SIZE or image_size == TINY_IMAGENET_SIZE):
+            raise ValueError(f"image_size: the papers' ResNets take images of up to {CIFAR_SIZE} pixels (CIFAR) "
+                             f"or of {TINY_IMAGENET_SIZE} (Tiny-ImageNet), got {image_size}")
         super().__init__()
+        self.pool_grid = 2 if image_size == TINY_IMAGENET_SIZE else 1
         self.in_planes = 64
         self.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(64)
@@ -67,7 +89,11 @@ class ResNet(nn.Module):
         self.layer2 = self._make_stage(128, blocks[1], stride=2)
         self.layer3 = self._make_stage(256, blocks[2], stride=2)
         self.layer4 = self._make_stage(512, blocks[3], stride=2)
-        self.fc = nn.Linear(512 * Bottleneck.expansion, num_classes)
+        self.fc = nn.Linear(512 * Bottleneck.expansion * self.pool_grid**2, num_classes)
+        if image_size == TINY_IMAGENET_SIZE:
+            for module in self.modules():
+                if isinstance(module, nn.Conv2d):
+                    nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
 
     def _make_stage(self, planes: int, n_blocks: int, stride: int) -> nn.Sequential:
         layers = []
@@ -79,15 +105,16 @@ class ResNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)))
         out = self.layer4(self.layer3(self.layer2(self.layer1(out))))
-        out = F.adaptive_avg_pool2d(out, 1)
+        out = F.adaptive_avg_pool2d(out, self.pool_grid)
         return self.fc(torch.flatten(out, 1))
 
 
-def resnet50(num_classes: int = 10, in_channels: int = 3) -> ResNet:
-    """ResNet-50 for 32×32 inputs: bottlenecks [3, 4, 6, 3] (He et al. 2016)."""
-    return ResNet((3, 4, 6, 3), num_classes, in_channels)
+def resnet50(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> ResNet:
+    """ResNet-50: bottlenecks [3, 4, 6, 3] (He et al. 2016), for 32×32 inputs, or 64×64
+    (Tiny-ImageNet) with ``image_size=64``."""
+    return ResNet((3, 4, 6, 3), num_classes, in_channels, image_size)
 
 
-def resnet110(num_classes: int = 10, in_channels: int = 3) -> ResNet:
+def resnet110(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> ResNet:
     """The papers' "ResNet-110": 4-stage bottlenecks [3, 4, 26, 3] (see the module docstring)."""
-    return ResNet((3, 4, 26, 3), num_classes, in_channels)
+    return ResNet((3, 4, 26, 3), num_classes, in_channels, image_size)

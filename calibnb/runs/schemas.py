@@ -83,6 +83,7 @@ def run_schema() -> dict:
         "fts": _object({"gamma": GAMMA, "temperature": POSITIVE}, ("gamma", "temperature")),
         "ood": _object({shift: _object(dict.fromkeys(STAGES, FRACTION), STAGES) for shift in SHIFTS}),
         "gammas": _list(_list(NUMBER)),  # each epoch's γ of a loss that adapts them
+        "selected_epoch": {"type": "integer", "minimum": 1},  # a recipe selecting by validation
         **SEAL,
         "adafocal_updates": _list(_object(  # an empty bin's gap and γ are null
             {"edges": _list(FRACTION), "gaps": _list(_number_or_null({"minimum": -1, "maximum": 1})),

@@ -35,7 +35,8 @@ class TrainConfig:
     (held out of the training set with the papers' split rule, seed ``split_seed``),
     ``train_size`` (use only the first ``train_size`` training examples after the split; None
     keeps all), ``augment`` (random crop with padding 4 + horizontal flip; default on for
-    32×32 colour images, off otherwise).
+    colour images, off otherwise). A data set whose files fix the validation set
+    (Tiny-ImageNet) takes it, and ``val_size`` must equal its size.
     Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
     ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches

@@ -49,7 +49,7 @@ class _Data:
 
     def __init__(self, config: TrainConfig, device: torch.device):
         ds = load_dataset(config.dataset, root=config.data_root, verify=config.verify_data)
-        train_idx, val_idx = train_val_split(len(ds.y_train), config.val_size, config.split_seed)
+        train_idx, val_idx = split_of(ds, config.val_size, config.split_seed)
         if config.train_size is not None:
             train_idx = train_idx[: config.train_size]
         as_index = lambda idx: torch.as_tensor(idx, dtype=torch.long)  # noqa: E731
@@ -60,8 +60,8 @@ class _Data:
         self.x_test, self.y_test = ds.x_test.to(device), ds.y_test.to(device)
         self.mean, self.std = ds.mean, ds.std
         self.num_classes = ds.num_classes
-        is_colour_32 = self.x_train.ndim == 4 and tuple(self.x_train.shape[1:]) == (3, 32, 32)
-        self.augment = is_colour_32 if config.augment is None else config.augment
+        is_colour = self.x_train.ndim == 4 and self.x_train.shape[1] == 3
+        self.augment = is_colour if config.augment is None else config.augment
         if self.augment and self.x_train.ndim != 4:
             raise ValueError(f"augment=True needs images; {config.dataset} holds 1-D signals")
 
@@ -70,6 +70,26 @@ class _Data:
         if self.augment:
             return augment_batch(x, self.mean, self.std, generator=generator)
         return normalize(x, self.mean, self.std)
+
+
+def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(train_idx, val_idx)`` of the data set ``ds``: its fixed validation set where it has one
+    (Tiny-ImageNet's 50 images a class, :attr:`calibnb.data.Dataset.val_idx`), which ``val_size``
+    must match, else the papers' shuffled split (:func:`calibnb.data.train_val_split`). The
+    training indices of a fixed split are shuffled with ``split_seed`` as the drawn split's are,
+    so that ``train_size`` keeps a random subset rather than the first classes."""
+    if ds.val_idx is None:
+        return train_val_split(len(ds.y_train), val_size, split_seed)
+    if val_size != len(ds.val_idx):
+        raise ValueError(f"val_size: {ds.name}'s validation set is fixed by its files ({len(ds.val_idx)} "
+                         f"images here), so val_size must be {len(ds.val_idx)}, not {val_size}")
+    is_val = np.zeros(len(ds.y_train), dtype=bool)
+    is_val[ds.val_idx] = True
+    if is_val.all():
+        raise ValueError(f"{ds.name}: every training image belongs to the fixed validation set; none is left to train on")
+    train_idx = np.flatnonzero(~is_val).astype(np.int64)
+    np.random.RandomState(split_seed).shuffle(train_idx)
+    return train_idx, ds.val_idx
 
 
 @torch.inference_mode()
@@ -152,6 +172,8 @@ class Trainer:
         self.step_model = torch.compile(self.model) if config.compile else self.model
         self.history: list[dict] = []
         self.start_epoch = 0
+        # recipe.select == "best_val_error": the best epoch so far (from 0) and its weights' copy
+        self.best: dict | None = None
         # the epoch's running sums, on the device: summed loss, correct predictions
         self.running = torch.zeros(2, device=self.device, dtype=torch.float64)
 
@@ -240,7 +262,7 @@ class Trainer:
             "epoch": epoch, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "loss": self.loss_fn.state_dict(),
             "generator": self.generator.get_state(), "torch_rng": torch.get_rng_state(),
-            "history": self.history,
+            "history": self.history, "best": self.best,
             "run": self.config.fingerprint(), "calibnb": calibnb.__version__,
         }
 
@@ -258,6 +280,7 @@ class Trainer:
         self.generator.set_state(state["generator"] if on_cuda else state["generator"].cpu())
         torch.set_rng_state(state["torch_rng"].cpu())
         self.history, self.start_epoch = state["history"], state["epoch"] + 1
+        self.best = state.get("best")
 
     def fit(self) -> dict:
         """Train (from the last checkpoint with ``resume=True``), then :meth:`finish`."""
@@ -273,16 +296,32 @@ class Trainer:
                                     mininterval=10)
         for epoch in epochs:
             self.history.append(self.epoch(epoch))
+            self.keep_if_best(epoch)
             if self.out_dir is not None:
                 save_checkpoint(self.out_dir, self.state(epoch))
         return self.finish()
+
+    def keep_if_best(self, epoch: int) -> None:
+        """With the recipe's ``select="best_val_error"``, keep a copy of the weights of epoch
+        ``epoch`` (from 0) when its validation error is below every earlier epoch's (the first
+        epoch reaching the lowest error wins)."""
+        if self.recipe.select != "best_val_error":
+            return
+        error = self.history[-1]["val_error"]
+        if self.best is None or error < self.best["val_error"]:
+            weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.best = {"epoch": epoch, "val_error": error, "model": weights}
 
     def finish(self) -> dict:
         """After training: the validation, test and shifted test sets' logits (rounded to the
         float16 the artifacts keep), the post-hoc calibrators fitted on validation, every metric,
         and, with ``out_dir``, the artifacts (``metrics.json`` last, sealed; the checkpoint then
-        goes). Returns what :func:`train` returns."""
+        goes). Returns what :func:`train` returns. With the recipe's ``select="best_val_error"``
+        the evaluated weights are those of the epoch with the lowest validation error, and
+        ``metrics.json`` says which (``selected_epoch``, from 1)."""
         config, data = self.config, self.data
+        if self.best is not None:
+            self.model.load_state_dict(self.best["model"])
         val_logits = stored(self.predict(data.x_val), "validation")
         test_logits = stored(self.predict(data.x_test))
         y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
@@ -296,6 +335,8 @@ class Trainer:
             ood_logits={name: z for name, (z, _) in shifted.items()},
         )
         metrics["gammas"] = [row["gammas"] for row in self.history if "gammas" in row]
+        if self.best is not None:
+            metrics["selected_epoch"] = self.best["epoch"] + 1
         metrics.update(self.loss_fn.run_record())
         table = pd.DataFrame(self.history)
         logits = {"val": (val_logits, y_val), "test": (test_logits, y_test),
