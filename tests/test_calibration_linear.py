@@ -222,3 +222,12 @@ def test_a_tampered_map_is_refused(cls):
     document["params"]["reg_mu"] = -1.0
     with pytest.raises(ValueError, match="params.reg_mu must be >= 0"):
         calibrator_from_json(document)
+
+
+def test_a_fit_stopped_by_the_iteration_cap_warns(monkeypatch):
+    """An unconverged map is never returned silently."""
+    from sklearn.exceptions import ConvergenceWarning
+    from calibnb.calibration import linear
+    monkeypatch.setattr(linear, "MAX_ITER", 2)
+    with pytest.warns(ConvergenceWarning, match="without converging after 2 iterations"):
+        VectorScaling().fit(LOGITS, LABELS)
