@@ -313,3 +313,35 @@ def test_get_model_validates_its_arguments():
         get_model("small_cnn", 10, in_channels=0)
     with pytest.raises(TypeError, match="wide_resnet26_10"):
         get_model("wide_resnet26_10", 10, widths=(1, 2))
+
+
+@pytest.mark.parametrize("name, expected", [("resnet50", 25_557_032), ("densenet121", 7_978_856),
+                                            ("resnet110", 47_900_712)])
+def test_imagenet_nets_have_torchvisions_parameter_counts(name, expected):
+    """At 224×224 and 1000 classes, ``get_model`` builds torchvision's ImageNet nets: ResNet-50
+    and DenseNet-121 have torchvision's published parameter counts (``resnet50``: 25,557,032,
+    ``densenet121``: 7,978,856); "ResNet-110" is the same ResNet with bottlenecks [3, 4, 26, 3],
+    i.e. ResNet-50 plus 20 bottlenecks of 1024 → 256 → 256 → 1024 channels."""
+    model = get_model(name, 1000, input_shape=(3, 224, 224))
+    assert n_params(model) == expected
+    if name == "resnet110":
+        block = 1024 * 256 + 9 * 256 * 256 + 256 * 1024 + 2 * (256 + 256 + 1024)
+        assert expected == 25_557_032 + 20 * block
+
+
+def test_imagenet_nets_use_torchvisions_module_names_and_map_224_to_logits():
+    """torchvision's ``state_dict`` keys (so its checkpoints load), and a 224×224 batch in,
+    ``(N, K)`` logits out."""
+    import torch
+
+    r50 = get_model("resnet50", 1000, input_shape=(3, 224, 224)).state_dict()
+    assert {"conv1.weight", "bn1.running_mean", "layer1.0.downsample.0.weight", "layer4.2.conv3.weight",
+            "fc.weight", "fc.bias"} <= set(r50)
+    assert len(r50) == 320  # torchvision resnet50's state_dict has 320 entries
+    dn = get_model("densenet121", 1000, input_shape=(3, 224, 224)).state_dict()
+    assert {"features.conv0.weight", "features.denseblock1.denselayer1.norm1.weight",
+            "features.denseblock4.denselayer16.conv2.weight", "features.transition3.conv.weight",
+            "features.norm5.weight", "classifier.weight"} <= set(dn)
+    model = get_model("densenet121", 7, input_shape=(3, 224, 224)).eval()
+    with torch.no_grad():
+        assert model(torch.zeros(2, 3, 224, 224)).shape == (2, 7)

@@ -3,10 +3,10 @@
 ============================  ==============================================================
 ``get_model`` name            network
 ============================  ==============================================================
-``resnet50``                  CIFAR ResNet-50, bottlenecks [3, 4, 6, 3] (64×64: Tiny-ImageNet's)
+``resnet50``                  CIFAR ResNet-50, bottlenecks [3, 4, 6, 3] (64×64: Tiny-ImageNet's; 224×224: ImageNet's)
 ``resnet110``                 the papers' 4-stage bottleneck "ResNet-110", [3, 4, 26, 3]
 ``wide_resnet26_10``          WRN-26-10, post-activation basic blocks, widths 160/320/640
-``densenet121``               CIFAR DenseNet-121, blocks [6, 12, 24, 16], growth 32
+``densenet121``               CIFAR DenseNet-121, blocks [6, 12, 24, 16], growth 32 (224×224: ImageNet's)
 ``mlp``                       :class:`~calibnb.models.small.MLP` (``in_features`` required)
 ``small_cnn``                 :class:`~calibnb.models.small.SmallCNN`
 ``cnn1d``                     :class:`~calibnb.models.small.ConvNet1d` (MNIST-1D)
@@ -18,7 +18,9 @@ Fashion-MNIST's 28×28 grey images: the stem takes one channel and the global av
 whatever final map the smaller input produces, so no padding to 32×32 is needed. Every model
 accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16). The ResNets
 also take ``image_size``: 64 builds the reference's Tiny-ImageNet net (``Net/resnet_tiny_imagenet.py``:
-a 2×2 pool before an 8192-feature classifier, see :mod:`calibnb.models.resnet`).
+a 2×2 pool before an 8192-feature classifier, see :mod:`calibnb.models.resnet`); 224, as the
+ImageNet loader's crops are, builds torchvision's ImageNet nets (:mod:`calibnb.models.imagenet`;
+``densenet121`` too).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ _FACTORIES: dict[str, Callable[..., nn.Module]] = {
 #: The names :func:`get_model` builds.
 MODELS = tuple(_FACTORIES)
 #: The networks whose layers depend on the input's side (``image_size``).
-_SIZED = ("resnet50", "resnet110")
+_SIZED = ("resnet50", "resnet110", "densenet121")
 
 
 def get_model(
@@ -59,7 +61,7 @@ def get_model(
     ``(3, 32, 32)``, ``(1, 40)``), fills in what the network needs to know about its input:
     ``in_channels`` = ``input_shape[0]``, ``in_features`` = its product (``mlp``), ``length`` =
     its last entry (``cnn1d``), ``image_size`` = its last entry (``resnet50``, ``resnet110``: 64
-    builds the Tiny-ImageNet net). Explicit ``kwargs`` win. Other ``kwargs`` go to the network:
+    builds the Tiny-ImageNet net, 224 the ImageNet net; ``densenet121``: 224 the ImageNet net). Explicit ``kwargs`` win. Other ``kwargs`` go to the network:
     ``in_channels`` (default 3 for the CIFAR nets, 1 for the small nets), ``hidden`` (``mlp``),
     ``widths`` and ``pool`` (``small_cnn``), ``channels`` (``cnn1d``).
     """

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .imagenet import IMAGENET_SIZE, imagenet_densenet121
+
 
 class Bottleneck(nn.Module):
     """BN-ReLU-conv1×1 (4·growth) → BN-ReLU-conv3×3 (growth); returns ``cat([new, x])``."""
@@ -87,6 +89,10 @@ class DenseNet(nn.Module):
         return self.linear(torch.flatten(F.adaptive_avg_pool2d(out, 1), 1))
 
 
-def densenet121(num_classes: int = 10, in_channels: int = 3) -> DenseNet:
-    """DenseNet-121: blocks [6, 12, 24, 16], growth 32, compression 0.5."""
+def densenet121(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> nn.Module:
+    """DenseNet-121: blocks [6, 12, 24, 16], growth 32, compression 0.5; with ``image_size=224``
+    torchvision's ImageNet DenseNet-121 (:mod:`calibnb.models.imagenet`), else the CIFAR net,
+    which takes any side (global average pool)."""
+    if image_size == IMAGENET_SIZE:
+        return imagenet_densenet121(num_classes, in_channels)
     return DenseNet((6, 12, 24, 16), 32, 0.5, num_classes, in_channels)

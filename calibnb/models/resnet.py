@@ -24,6 +24,9 @@ Tiny-ImageNet. The stem, stages and blocks are the same; the final 8×8 map is p
 classifier reads 2048·4 = 8192 features, and every convolution is initialised from
 N(0, 2 / (k²·c_out)) (He et al.'s fan-out rule), batch norms with weight 1 and bias 0. Its
 projection shortcuts are called ``downsample`` there and ``shortcut`` here.
+
+**ImageNet** (``image_size=224``): torchvision's ImageNet ResNet with the same block counts
+(:mod:`calibnb.models.imagenet`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .imagenet import IMAGENET_SIZE, imagenet_resnet50, imagenet_resnet110
 
 #: Input sides (pixels) of the reference's two nets: CIFAR's 32 (Fashion-MNIST's 28 works too),
 #: and Tiny-ImageNet's 64.
@@ -78,8 +83,8 @@ class ResNet(nn.Module):
         image_size: int | None = None,
     ):
         if image_size is not None and not (image_size <= CIFAR_SIZE or image_size == TINY_IMAGENET_SIZE):
-            raise ValueError(f"image_size: the papers' ResNets take images of up to {CIFAR_SIZE} pixels (CIFAR) "
-                             f"or of {TINY_IMAGENET_SIZE} (Tiny-ImageNet), got {image_size}")
+            raise ValueError(f"image_size: the papers' ResNets take images of up to {CIFAR_SIZE} pixels (CIFAR), "
+                             f"of {TINY_IMAGENET_SIZE} (Tiny-ImageNet) or of {IMAGENET_SIZE} (ImageNet), got {image_size}")
         super().__init__()
         self.pool_grid = 2 if image_size == TINY_IMAGENET_SIZE else 1
         self.in_planes = 64
@@ -109,12 +114,18 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(out, 1))
 
 
-def resnet50(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> ResNet:
+def resnet50(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> nn.Module:
     """ResNet-50: bottlenecks [3, 4, 6, 3] (He et al. 2016), for 32×32 inputs, or 64×64
-    (Tiny-ImageNet) with ``image_size=64``."""
+    (Tiny-ImageNet) with ``image_size=64``, or torchvision's ImageNet net with ``image_size=224``
+    (:mod:`calibnb.models.imagenet`)."""
+    if image_size == IMAGENET_SIZE:
+        return imagenet_resnet50(num_classes, in_channels)
     return ResNet((3, 4, 6, 3), num_classes, in_channels, image_size)
 
 
-def resnet110(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> ResNet:
-    """The papers' "ResNet-110": 4-stage bottlenecks [3, 4, 26, 3] (see the module docstring)."""
+def resnet110(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> nn.Module:
+    """The papers' "ResNet-110": 4-stage bottlenecks [3, 4, 26, 3] (see the module docstring);
+    with ``image_size=224``, the same blocks on torchvision's ImageNet stem."""
+    if image_size == IMAGENET_SIZE:
+        return imagenet_resnet110(num_classes, in_channels)
     return ResNet((3, 4, 26, 3), num_classes, in_channels, image_size)
