@@ -258,12 +258,13 @@ def test_load_dataset_searches_the_cache(tmp_path, monkeypatch):
         load_dataset("fashion-mnist", root=tmp_path / "nowhere")
 
 
-@pytest.mark.parametrize("name", ["mnist1d", "cifar10", "imagenet"])
+@pytest.mark.parametrize("name", ["mnist1d", "cifar10", "imagenet", "imagenet21k"])
 def test_fetch_dataset_refuses_what_it_cannot_fetch(name, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("CALIBNB_DATA", raising=False)
-    error = FileNotFoundError if name == "cifar10" else ValueError
-    with pytest.raises(error, match="no fetch step" if name == "cifar10" else "name"):
+    unfetchable = name in ("cifar10", "imagenet")
+    error = FileNotFoundError if unfetchable else ValueError
+    with pytest.raises(error, match="no fetch step" if unfetchable else "name"):
         fetch_dataset(name, root=tmp_path / "nowhere")
 
 

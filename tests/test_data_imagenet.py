@@ -129,3 +129,41 @@ def test_an_image_that_does_not_decode_is_named(tree):
     val = ImageNetImages(tree, "val", train=False, verify=False)
     with pytest.raises(ValueError, match=f"{bad} is not an ImageNet image"):
         val[2]
+
+
+def test_load_dataset_streams_imagenet_from_root_or_its_folder(tree, tmp_path_factory):
+    """``load_dataset("imagenet")``: the tree at ``root`` (or ``root/imagenet``) as a
+    :class:`StreamedDataset`, training crops and evaluation crops, the published counts refused
+    unless ``verify=False``, nothing decoded until an item is read."""
+    from calibnb.data import StreamedDataset, load_dataset
+
+    with pytest.raises(ValueError, match="holds 3 classes and 9 images; the published ILSVRC-2012 train"):
+        load_dataset("imagenet", root=tree)
+    ds = load_dataset("imagenet", root=tree, verify=False)
+    assert isinstance(ds, StreamedDataset) and ds.classes == WNIDS and ds.num_classes == 3
+    assert (len(ds.train), len(ds.test)) == (9, 6) and ds.train.train and not ds.test.train
+    assert ds.mean == (0.485, 0.456, 0.406) and ds.info["folder"] == str(tree)
+    x, y = ds.test[5]
+    assert x.shape == (3, CROP, CROP) and x.dtype == torch.uint8 and int(y) == 2
+    assert ds.test.labels.tolist() == [0, 0, 1, 1, 2, 2]
+    nested = tmp_path_factory.mktemp("data")
+    (nested / "imagenet").symlink_to(tree)
+    assert load_dataset("imagenet", root=nested, verify=False).info["folder"] == str(nested / "imagenet")
+
+
+def test_load_dataset_imagenet_refuses_a_missing_split_or_mismatched_classes(tree, tmp_path, monkeypatch):
+    from calibnb.data import load_dataset
+
+    monkeypatch.delenv("CALIBNB_DATA", raising=False)
+    monkeypatch.setattr("calibnb.data.fetch.cache_dir", lambda: tmp_path / "no-cache")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=r"(?s)could not find train/, val/.*image-net.org"):
+        load_dataset("imagenet", root=empty)
+    with pytest.raises(FileNotFoundError, match="torchvision has no ImageNet"):
+        load_dataset("imagenet", root=empty, download=True)
+    extra = tree / "val" / "n09999999"
+    extra.mkdir()
+    write_image(extra / "ILSVRC2012_val_99999999.JPEG", (240, 240))
+    with pytest.raises(ValueError, match=r"hold different class folders \(n09999999 in one only\)"):
+        load_dataset("imagenet", root=tree, verify=False)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int
-from . import fetch, readers, tiny_imagenet
+from . import fetch, imagenet, readers, tiny_imagenet
 
 #: Normalisation of Mukhoti et al.'s code (``Data/cifar10.py``), which DFL, AdaFocal, FCL and
 #: FTS reuse for CIFAR-10, CIFAR-100 (train and validation) and SVHN alike.
@@ -91,12 +91,49 @@ class Dataset:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class StreamedDataset:
+    """A data set too large for memory (ImageNet), read image by image from disk: what
+    :func:`load_dataset` returns for it instead of :class:`Dataset`.
+
+    Attributes
+    ----------
+    name : str
+        The ``load_dataset`` name.
+    train : torch.utils.data.Dataset
+        The training images with the training transform (random crops and flips), items
+        ``(image, label)``, images ``(3, 224, 224)`` uint8 (:class:`calibnb.data.imagenet.ImageNetImages`).
+    test : torch.utils.data.Dataset
+        The held-out images with the evaluation transform (ImageNet's published validation set,
+        which the papers divide into their validation and test sets).
+    num_classes, mean, std, classes, info
+        As :class:`Dataset`'s.
+
+    The labels are in memory (``train.labels``, ``test.labels``); the pixels are decoded where
+    an item is read, in a ``DataLoader``'s worker processes.
+    """
+
+    name: str
+    train: torch.utils.data.Dataset
+    test: torch.utils.data.Dataset
+    num_classes: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    classes: tuple[str, ...]
+    info: dict
+
+    def __repr__(self) -> str:
+        return (f"StreamedDataset({self.name!r}, train {len(self.train)} images, test {len(self.test)}, "
+                f"num_classes={self.num_classes})")
+
+
 @dataclass(frozen=True)
 class _Spec:
     folders: tuple[str, ...]  # searched below root and $CALIBNB_DATA, in this order
     files: tuple[str, ...]  # what must be present
     source: str  # where a reader gets the files by hand
     system: tuple[str, ...] = ()  # install locations of distribution packages
+    dirs: tuple[str, ...] = ()  # folders that must be present
 
 
 _SPECS = {
@@ -127,6 +164,14 @@ _SPECS = {
         f"{tiny_imagenet.ARCHIVE_URL} (248 MB; md5 {tiny_imagenet.ARCHIVE_MD5} as other libraries "
         "record it; extract it)",
     ),
+    "imagenet": _Spec(
+        ("imagenet", "ILSVRC2012", "ImageNet"),
+        (),
+        "https://image-net.org/download.php (ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar, "
+        "about 150 GB, after registering; extract them into train/<wnid>/ and val/<wnid>/ as "
+        "torchvision's ImageNet class or its extraction scripts do)",
+        dirs=("train", "val"),
+    ),
     "fashion-mnist": _Spec(
         ("fashion-mnist", "FashionMNIST/raw"),
         (*readers.FASHION_MNIST_FILES["train"], *readers.FASHION_MNIST_FILES["test"]),
@@ -153,7 +198,8 @@ def _candidates(spec: _Spec, root: str | os.PathLike | None) -> list[Path]:
 
 def _locate(name: str, root, required: tuple[str, ...]) -> Path | None:
     for folder in _candidates(_SPECS[name], root):
-        if all((folder / f).is_file() for f in required):
+        spec = _SPECS[name]
+        if all((folder / f).is_file() for f in required) and all((folder / d).is_dir() for d in spec.dirs):
             return folder
     return None
 
@@ -162,7 +208,7 @@ def _missing(name: str, root, required: tuple[str, ...], why: str = "") -> FileN
     spec = _SPECS[name]
     searched = "\n  ".join(str(p) for p in _candidates(spec, root)) or "(nothing: pass root=)"
     return FileNotFoundError(
-        f"{name}: could not find {', '.join(required)}.{why}\nSearched:\n  {searched}\n"
+        f"{name}: could not find {', '.join(required + tuple(d + '/' for d in spec.dirs))}.{why}\nSearched:\n  {searched}\n"
         f"Get the files from {spec.source} and put them in <dir>/{spec.folders[0]}/, then pass "
         f"root=<dir> or set CALIBNB_DATA=<dir>."
     )
@@ -196,8 +242,9 @@ def _download(name: str, root) -> None:
     if name in fetch.RELEASES:
         fetch.fetch(name, None if target is None else Path(target).expanduser())
         return
-    if name in ("cifar10c", "tiny_imagenet"):
-        published = {"cifar10c": "CIFAR-10-C", "tiny_imagenet": "Tiny-ImageNet"}[name]
+    if name in ("cifar10c", "tiny_imagenet", "imagenet"):
+        published = {"cifar10c": "CIFAR-10-C", "tiny_imagenet": "Tiny-ImageNet",
+                     "imagenet": "ImageNet (registration needed)"}[name]
         raise _missing(name, root, required, f" torchvision has no {published} downloader.")
     try:
         from torchvision import datasets as tv
@@ -255,13 +302,14 @@ def load_dataset(
     verify: bool = True,
     corruption: str | None = None,
     severity: int | None = None,
-) -> Dataset:
-    """Load a data set as :class:`Dataset` tensors (images ``(N, C, H, W)`` uint8).
+) -> Dataset | StreamedDataset:
+    """Load a data set as :class:`Dataset` tensors (images ``(N, C, H, W)`` uint8), or ImageNet
+    as a :class:`StreamedDataset` read from disk.
 
     Parameters
     ----------
     name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"tiny_imagenet"``,
-        ``"fashion-mnist"`` or ``"mnist1d"``.
+        ``"imagenet"``, ``"fashion-mnist"`` or ``"mnist1d"``.
     root : a folder holding the data set's folder (e.g. ``root/cifar-10-batches-py``) or its
         files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).
     download : when the files are missing, fetch them into ``root`` (or ``$CALIBNB_DATA``, else
@@ -272,7 +320,10 @@ def load_dataset(
     verify : check each file's content md5 against the published release
         (``calibnb.data.integrity``); a mismatch raises ``ValueError`` naming the file.
         Tiny-ImageNet has no published checksums: its structure and counts are checked
-        instead (``calibnb.data.tiny_imagenet``), and ``verify=False`` admits a subset.
+        instead (``calibnb.data.tiny_imagenet``), and ``verify=False`` admits a subset. ImageNet
+        likewise (``calibnb.data.imagenet``): the layout always, the published counts (1,000
+        classes, 1,281,167 training and 50,000 validation images) with ``verify=True``; an image
+        that does not decode is named when a worker reads it.
     corruption, severity : CIFAR-10-C only; default ``"gaussian_noise"`` at severity 5, the
         setting of the papers' shift experiments.
 
@@ -303,6 +354,8 @@ def load_dataset(
             folder = _locate(name, root, required)
         if folder is None:
             raise _missing(name, root, required)
+    if name == "imagenet":
+        return _load_imagenet(folder, verify)
     stamp = _stamp(folder, required)
     x_train, y_train, x_test, y_test, classes, *fixed_split = _read(
         name, folder, stamp, verify, corruption, severity
@@ -333,3 +386,17 @@ def load_dataset(
         info=info,
         val_idx=fixed_split[0].copy() if fixed_split else None,
     )
+
+
+def _load_imagenet(folder: Path, verify: bool) -> StreamedDataset:
+    """ImageNet's ``train/`` and ``val/`` folders as streamed data sets, with the same classes
+    (the training crops are drawn with seed 0; set ``train.seed`` for another)."""
+    train = imagenet.ImageNetImages(folder, "train", train=True, verify=verify)
+    test = imagenet.ImageNetImages(folder, "val", train=False, verify=verify)
+    if test.classes != train.classes:
+        missing = sorted(set(train.classes) ^ set(test.classes))
+        raise ValueError(f"imagenet: {folder / 'train'} and {folder / 'val'} hold different class folders "
+                         f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} in one only)")
+    return StreamedDataset(name="imagenet", train=train, test=test, num_classes=len(train.classes),
+                           mean=IMAGENET_MEAN, std=IMAGENET_STD, classes=train.classes,
+                           info={"folder": str(folder)})
