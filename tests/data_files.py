@@ -91,3 +91,26 @@ def write_tiny_imagenet(root, rng, n_classes=3, train_numbers=(0, 1, 2, 450, 451
     (folder / "val" / "val_annotations.txt").write_text("".join(lines))
     save(folder / "test" / "images" / "test_0.JPEG")
     return folder, sorted(wnids)
+
+
+def write_imagenet(root, rng, wnids=("n01440764", "n01443537", "n15075141"), train_per_class=4, val_per_class=2):
+    """An ILSVRC-2012 tree in torchvision's ImageFolder layout, ``root/train/<wnid>/<wnid>_<i>.JPEG``
+    and ``root/val/<wnid>/ILSVRC2012_val_<j>.JPEG``, of small JPEGs of varied sizes written by
+    Pillow (the first training image of each class greyscale, as a few published ones are).
+    Returns ``root``."""
+    from PIL import Image
+
+    j = 0
+    for split, per_class in (("train", train_per_class), ("val", val_per_class)):
+        for wnid in wnids:
+            folder = root / split / wnid
+            folder.mkdir(parents=True)
+            for i in range(per_class):
+                j += 1
+                w, h = (int(v) for v in rng.integers(40, 90, size=2))
+                pixels = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+                grey = split == "train" and i == 0
+                image = Image.fromarray(pixels[..., 0] if grey else pixels, "L" if grey else "RGB")
+                name = f"{wnid}_{i}.JPEG" if split == "train" else f"ILSVRC2012_val_{j:08d}.JPEG"
+                image.save(folder / name, "JPEG")
+    return root

@@ -21,7 +21,7 @@ TINY = dict(train_size=600, val_size=400, epochs=2, model_params={"hidden": [32]
     "params, error, message",
     [
         ({"loss": "focal"}, ValueError, "loss must be one of"),
-        ({"dataset": "imagenet"}, ValueError, "dataset must be one of"),
+        ({"dataset": "imagenet21k"}, ValueError, "dataset must be one of"),
         ({"model": "vit"}, ValueError, "model must be one of"),
         ({"recipe": "fast"}, ValueError, "recipe must be one of"),
         ({"epochs": -1}, ValueError, "epochs must be >= 1"),
@@ -72,6 +72,13 @@ def test_recipes_follow_the_papers():
         assert (tiny.epochs, tiny.milestones, tiny.batch_size, tiny.select) == (100, (40, 60), batch, select)
         assert (tiny.lr, tiny.momentum, tiny.weight_decay, tiny.reduction) == (0.1, 0.9, 5e-4, "sum")
     assert RECIPES["ghosh2022_tiny_imagenet"].with_epochs(10).select == "best_val_error"
+    # AdaFocal App. D.2: ImageNet, SGD momentum 0.9, wd 1e-4, batch 128, lr 0.01 / 0.001 / 0.0001
+    # for 30 epochs each, the last model (D.3); PyTorch's defaults otherwise (mean loss, no clipping)
+    imagenet = RECIPES["ghosh2022_imagenet"]
+    assert (imagenet.epochs, imagenet.batch_size, imagenet.lr, imagenet.momentum, imagenet.weight_decay) == (
+        90, 128, 0.01, 0.9, 1e-4)
+    assert (imagenet.milestones, imagenet.lr_decay, imagenet.reduction, imagenet.grad_clip, imagenet.select) == (
+        (30, 60), 0.1, "mean", None, "last")
     with pytest.raises(ValueError, match="select must be one of"):
         Recipe(epochs=1, select="best")
     assert paper.with_epochs(35).milestones == (15, 25)

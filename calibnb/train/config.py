@@ -21,7 +21,8 @@ PRECISIONS = ("bf16", "fp32")
 #: Parameters that say *how* or *where* a run executes, not *what* it computes: they are no part of
 #: a run's identity (its folder name, its checkpoint's fingerprint), so a run finished on a GPU is
 #: not redone on a CPU and a run may resume on another device.
-EXECUTION_KEYS = frozenset({"out_dir", "device", "progress", "compile", "resume", "log_every", "verify_data"})
+EXECUTION_KEYS = frozenset({"out_dir", "device", "progress", "compile", "resume", "log_every", "verify_data",
+                            "workers"})
 
 #: Loss parameters that may be given flat (``-p gamma 5``) as well as inside ``loss_params``.
 FLAT_LOSS_PARAMS = ("gamma", "lam", "alpha")
@@ -36,7 +37,11 @@ class TrainConfig:
     ``train_size`` (use only the first ``train_size`` training examples after the split; None
     keeps all), ``augment`` (random crop with padding 4 + horizontal flip; default on for
     colour images, off otherwise). A data set whose files fix the validation set
-    (Tiny-ImageNet) takes it, and ``val_size`` must equal its size.
+    (Tiny-ImageNet) takes it, and ``val_size`` must equal its size. ImageNet streams from disk
+    (:mod:`calibnb.train.streaming`): its validation and test sets are ``val_size`` and the rest
+    of the published validation images (seed ``split_seed``), ``augment`` is its standard
+    random-resized crop and flip, and ``workers`` (execution only; default
+    ``min(8, cpu_count)``) is the number of ``DataLoader`` processes decoding its JPEGs.
     Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
     ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches
@@ -77,6 +82,7 @@ class TrainConfig:
     adafocal_update_every: int | None = None
     data_root: str | None = None
     verify_data: bool = True
+    workers: int | None = None
     device: str = "cpu"
     precision: str | None = None
     channels_last: bool | None = None
@@ -104,6 +110,8 @@ class TrainConfig:
                 raise TypeError(f"{name} must be a dict, got {getattr(self, name)!r}")
         self._check_loss_params()
         check_model_params(self.model, self.model_params)
+        if self.workers is not None:
+            check_int(self.workers, "workers", minimum=0)
         for name in ("epochs", "batch_size", "train_size", "adafocal_update_every", "log_every"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name, minimum=1)
@@ -158,6 +166,9 @@ class TrainConfig:
             check_choice(name, "ood", SHIFTS)
         if len(set(self.ood)) != len(self.ood):
             raise ValueError(f"ood names a shift twice: {list(self.ood)}")
+        if self.ood and self.dataset == "imagenet":
+            raise ValueError("ood shifts are made from a test set held in memory; dataset 'imagenet' is streamed "
+                             "from disk and has none")
         if self.ood and self.dataset == "mnist1d":
             raise ValueError("ood shifts are images; dataset 'mnist1d' holds 1-D signals")
         if "mnist" in self.ood and self.dataset != "fashion-mnist":

@@ -11,6 +11,11 @@ device and read once per epoch (or every ``log_every`` steps), and AdaFocal's in
 updates bin the validation set on the device (:class:`calibnb.losses.adafocal.ValidationBinnedLoss`).
 So a GPU never waits for the host inside an epoch, and ``tests/test_train_host_reads.py``
 counts zero reads in :meth:`Trainer.step`.
+
+A data set too large for memory (ImageNet, a :class:`calibnb.data.StreamedDataset`) runs in the
+streaming mode instead (:mod:`calibnb.train.streaming`): its batches come from ``DataLoader``
+worker processes through pinned memory with non-blocking copies, its validation and test logits
+stream the same way, and a step still reads nothing back (``tests/test_train_streaming.py``).
 """
 
 from __future__ import annotations
@@ -31,24 +36,34 @@ import calibnb
 from .._validation import check_type
 from ..atomic import fits_float16, save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
-from ..data import load_dataset, load_shift, normalize, train_val_split
+from ..data import StreamedDataset, load_dataset, load_shift, normalize, train_val_split
 from ..losses import get_loss
 from ..metrics import ece, nll
 from ..models import get_model
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
+from .streaming import StreamedData
 
 
-class _Data:
+def load_data(config: TrainConfig, device: torch.device):
+    """The run's data set, split: on the device (:class:`DeviceData`), or streamed from disk
+    (:class:`calibnb.train.streaming.StreamedData`) when ``load_dataset`` returns a
+    :class:`calibnb.data.StreamedDataset` (ImageNet)."""
+    ds = load_dataset(config.dataset, root=config.data_root, verify=config.verify_data)
+    if isinstance(ds, StreamedDataset):
+        return StreamedData(config, ds, device)
+    return DeviceData(config, ds, device)
+
+
+class DeviceData:
     """The split data set on the training device (images stay uint8 until a batch is drawn).
 
     Its labels are checked once here (``load_dataset`` refuses labels outside ``[0, K)``), which
     is what lets the training loss skip its per-call checks.
     """
 
-    def __init__(self, config: TrainConfig, device: torch.device):
-        ds = load_dataset(config.dataset, root=config.data_root, verify=config.verify_data)
+    def __init__(self, config: TrainConfig, ds, device: torch.device):
         train_idx, val_idx = split_of(ds, config.val_size, config.split_seed)
         if config.train_size is not None:
             train_idx = train_idx[: config.train_size]
@@ -64,12 +79,25 @@ class _Data:
         self.augment = is_colour if config.augment is None else config.augment
         if self.augment and self.x_train.ndim != 4:
             raise ValueError(f"augment=True needs images; {config.dataset} holds 1-D signals")
+        self.input_shape = tuple(self.x_train.shape[1:])
 
     def batch(self, idx: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         x = self.x_train[idx]
         if self.augment:
             return augment_batch(x, self.mean, self.std, generator=generator)
         return normalize(x, self.mean, self.std)
+
+    def batches(self, epoch: int, batch_size: int, generator: torch.Generator):
+        """One epoch's training batches ``(x, y)``: a permutation drawn from ``generator`` on the
+        device, each batch augmented there."""
+        order = torch.randperm(len(self.y_train), generator=generator, device=generator.device)
+        for idx in order.split(batch_size):
+            yield self.batch(idx, generator), self.y_train[idx]
+
+    def logits(self, model: nn.Module, split: str, autocast) -> torch.Tensor:
+        """Float32 logits of ``model`` on the ``"val"`` or ``"test"`` set, on the device."""
+        x = {"val": self.x_val, "test": self.x_test}[split]
+        return predict_on_device(model, x, self.mean, self.std, autocast)
 
 
 def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -156,11 +184,11 @@ class Trainer:
         self.autocast = (lambda: torch.autocast(self.device.type, dtype=torch.bfloat16)) if bf16 else nullcontext
         self.out_dir = Path(config.out_dir) if config.out_dir is not None else None
         torch.manual_seed(config.seed)
-        self.data = _Data(config, self.device)
-        shape = tuple(self.data.x_train.shape[1:])
+        self.data = load_data(config, self.device)
+        shape = self.data.input_shape
         self.model = get_model(config.model, self.data.num_classes, input_shape=shape,
                                **config.model_params).to(self.device)
-        if self.channels_last and self.data.x_train.ndim == 4:
+        if self.channels_last and len(shape) == 3:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.loss_fn = get_loss(config.loss, reduction=self.recipe.reduction, validate=False,
                                 **config.loss_params).to(self.device)
@@ -178,19 +206,22 @@ class Trainer:
         self.running = torch.zeros(2, device=self.device, dtype=torch.float64)
 
     def step(self, idx: torch.Tensor) -> None:
-        """One optimisation step on the training examples ``idx`` (a tensor on the device):
-        augment, forward, loss, backward, clip, update, and add to the running sums."""
-        y = self.data.y_train[idx]
-        loss, logits = train_step(self.step_model, self.loss_fn, self.optimizer,
-                                  self.data.batch(idx, self.generator), y, self.autocast,
+        """One optimisation step on the training examples ``idx`` (a tensor on the device) of a
+        device-resident data set: augment, then :meth:`step_batch`."""
+        self.step_batch(self.data.batch(idx, self.generator), self.data.y_train[idx])
+
+    def step_batch(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """One optimisation step on a prepared batch on the device (the streaming mode's, or an
+        augmented one): forward, loss, backward, clip, update, and add to the running sums."""
+        loss, logits = train_step(self.step_model, self.loss_fn, self.optimizer, x, y, self.autocast,
                                   self.channels_last, self.recipe.grad_clip)
-        summed = loss * len(idx) if self.recipe.reduction == "mean" else loss
+        summed = loss * len(y) if self.recipe.reduction == "mean" else loss
         self.running += torch.stack([summed.double(), (logits.argmax(1) == y).sum().double()])
 
     def observe_validation_on_device(self) -> None:
         """Show the loss the validation set within an epoch (AdaFocal's γ update, CalFocal's bins:
         ``adafocal_update_every``), computed on the device: nothing is read back to the host."""
-        logits = predict_on_device(self.model, self.data.x_val, self.data.mean, self.data.std, self.autocast)
+        logits = self.data.logits(self.model, "val", self.autocast)
         self.loss_fn.observe_validation(torch.softmax(logits.double(), dim=1), self.data.y_val)
         self.model.train()
 
@@ -198,15 +229,19 @@ class Trainer:
         """Float32 logits of the model on inputs ``x`` of the run's data set, on the host."""
         return predict_logits(self.model, x, self.data.mean, self.data.std, self.autocast)
 
+    def split_logits(self, split: str) -> np.ndarray:
+        """Float32 logits of the model on the run's ``"val"`` or ``"test"`` set, on the host
+        (streamed from disk in the streaming mode)."""
+        return self.data.logits(self.model, split, self.autocast).cpu().numpy()
+
     def epoch(self, epoch: int) -> dict:
         """Epoch ``epoch`` (from 0): the steps, then validation; returns its history row."""
         config, recipe, n_train = self.config, self.recipe, len(self.data.y_train)
         started = time.perf_counter()
         self.model.train()
         self.running.zero_()
-        order = torch.randperm(n_train, generator=self.generator, device=self.device)
-        for step, idx in enumerate(order.split(recipe.batch_size)):
-            self.step(idx)
+        for step, (x, y) in enumerate(self.data.batches(epoch, recipe.batch_size, self.generator)):
+            self.step_batch(x, y)
             if config.log_every and (step + 1) % config.log_every == 0:
                 self._check_finite(self.running[0].item(), epoch, step)
             if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
@@ -216,7 +251,7 @@ class Trainer:
         loss_sum, correct = self.running.tolist()  # the epoch's one read of the running sums
         self._check_finite(loss_sum, epoch)
 
-        val_logits = self.predict(self.data.x_val)
+        val_logits = self.split_logits("val")
         self._check_outputs(val_logits, epoch)
         val_probs = softmax_rows(val_logits)
         y_val = self.data.y_val.cpu().numpy()
@@ -322,8 +357,8 @@ class Trainer:
         config, data = self.config, self.data
         if self.best is not None:
             self.model.load_state_dict(self.best["model"])
-        val_logits = stored(self.predict(data.x_val), "validation")
-        test_logits = stored(self.predict(data.x_test))
+        val_logits = stored(self.split_logits("val"), "validation")
+        test_logits = stored(self.split_logits("test"))
         y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
         shifted = {}
         for name in config.ood:

@@ -22,6 +22,15 @@ Tiny-ImageNet, 100 epochs with the learning rate ×0.1 after epochs 40 and 60 in
 Weight decay stays 5e-4 in all three: the papers name none for Tiny-ImageNet apart from FTS's
 "the same optimizer" (5e-4), and 5e-4 is the default of the base code all of them build on.
 
+ImageNet, ``ghosh2022_imagenet`` (AdaFocal, App. D.2): SGD with momentum 0.9 and weight decay
+1e-4, batch 128, 90 epochs at lr 0.01, ×0.1 after epochs 30 and 60, and the last epoch's model
+(App. D.3). The paper's ImageNet runs are not built on the CIFAR base code ("For CIFAR-10/100 and
+Tiny-ImageNet, AdaFocal is implemented on top of the base code") and "the hyperparameters that
+are not explicitly mentioned above are set to their default values in PyTorch": so the loss is
+*averaged* over the batch (PyTorch's default reduction; an lr of 0.01 on a summed loss would be
+an lr of 1.28 on the mean) and gradients are not clipped, as in PyTorch's ImageNet example,
+whose recipe this is with a tenth of its learning rate and half its batch.
+
 ``cpu`` is the same recipe in miniature for the book's offline runs: 6 epochs with the decays at
 the same fractions of training (3 and 5).
 """
@@ -62,11 +71,13 @@ class Recipe:
 _TINY_IMAGENET = Recipe(epochs=100, milestones=(40, 60))
 
 #: The recipes by name (the module's docstring describes each): ``"mukhoti2020"``, the three
-#: Tiny-ImageNet recipes and ``"cpu"``.
+#: Tiny-ImageNet recipes, the ImageNet one and ``"cpu"``.
 RECIPES: dict[str, Recipe] = {
     "mukhoti2020": Recipe(epochs=350, milestones=(150, 250)),
     "mukhoti2020_tiny_imagenet": _TINY_IMAGENET,
     "ghosh2022_tiny_imagenet": replace(_TINY_IMAGENET, batch_size=64, select="best_val_error"),
     "komisarenko2024_tiny_imagenet": replace(_TINY_IMAGENET, batch_size=64),
+    "ghosh2022_imagenet": Recipe(epochs=90, batch_size=128, lr=0.01, weight_decay=1e-4, milestones=(30, 60),
+                                 reduction="mean", grad_clip=None),
     "cpu": Recipe(epochs=6, milestones=(3, 5)),
 }
