@@ -80,5 +80,7 @@ def test_the_streaming_mode_refuses_ood_shifts_and_a_split_without_test_images(t
         TrainConfig.from_params(**{**TINY, "data_root": str(tree), "ood": ["gaussian_noise"]})
     with pytest.raises(ValueError, match="val_size must leave both splits non-empty"):
         Trainer({**TINY, "data_root": str(tree), "val_size": 6})
+    with pytest.raises(TypeError, match=r"step\(idx\) indexes a data set held on the device; imagenet is streamed"):
+        Trainer({**TINY, "data_root": str(tree)}).step(torch.arange(4))
     with pytest.raises(TypeError, match="workers"):
         TrainConfig.from_params(**{**TINY, "workers": 1.5})

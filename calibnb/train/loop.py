@@ -208,6 +208,9 @@ class Trainer:
     def step(self, idx: torch.Tensor) -> None:
         """One optimisation step on the training examples ``idx`` (a tensor on the device) of a
         device-resident data set: augment, then :meth:`step_batch`."""
+        if not isinstance(self.data, DeviceData):
+            raise TypeError(f"step(idx) indexes a data set held on the device; {self.config.dataset} is streamed "
+                            "from disk: train on its batches with step_batch(x, y) (data.batches(epoch, batch_size))")
         self.step_batch(self.data.batch(idx, self.generator), self.data.y_train[idx])
 
     def step_batch(self, x: torch.Tensor, y: torch.Tensor) -> None:

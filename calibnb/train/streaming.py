@@ -40,7 +40,8 @@ class StreamedData:
 
     ``config`` is the run's :class:`calibnb.train.TrainConfig` (``dataset``, ``data_root``,
     ``verify_data``, ``val_size``, ``split_seed``, ``train_size``, ``augment``, ``seed``,
-    ``workers``); ``ds`` the loaded :class:`calibnb.data.StreamedDataset`.
+    ``workers``); ``ds`` the loaded :class:`calibnb.data.StreamedDataset`. ``train_size`` keeps
+    a random subset of the training images (drawn with ``split_seed``).
     """
 
     def __init__(self, config, ds: StreamedDataset, device: torch.device):
