@@ -84,3 +84,29 @@ def test_the_streaming_mode_refuses_ood_shifts_and_a_split_without_test_images(t
         Trainer({**TINY, "data_root": str(tree)}).step(torch.arange(4))
     with pytest.raises(TypeError, match="workers"):
         TrainConfig.from_params(**{**TINY, "workers": 1.5})
+
+
+def test_a_streamed_run_resumed_after_a_kill_ends_with_identical_metrics(tree, tmp_path, monkeypatch):
+    """The streaming mode's batches depend on (seed, epoch) only, so a run killed after its first
+    epoch and resumed from the checkpoint ends where the uninterrupted run ends (on the CPU)."""
+    import json
+
+    from calibnb.train import loop as train_loop
+    from calibnb.train import train
+
+    config = {**TINY, "data_root": str(tree), "epochs": 2, "loss": "adafocal"}
+    uninterrupted = train({**config, "out_dir": str(tmp_path / "a")})
+    real_save = train_loop.save_checkpoint
+
+    def save_then_die(out_dir, state):
+        real_save(out_dir, state)
+        raise KeyboardInterrupt("killed after the first epoch")
+
+    monkeypatch.setattr(train_loop, "save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train({**config, "out_dir": str(tmp_path / "b")})
+    monkeypatch.setattr(train_loop, "save_checkpoint", real_save)
+    resumed = train({**config, "out_dir": str(tmp_path / "b"), "resume": True})
+    np.testing.assert_array_equal(uninterrupted["history"]["train_loss"], resumed["history"]["train_loss"])
+    a, b = (json.loads((tmp_path / run / "metrics.json").read_text()) for run in "ab")
+    assert a["test"] == b["test"] and a["gammas"] == b["gammas"]
