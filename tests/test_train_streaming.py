@@ -110,3 +110,16 @@ def test_a_streamed_run_resumed_after_a_kill_ends_with_identical_metrics(tree, t
     np.testing.assert_array_equal(uninterrupted["history"]["train_loss"], resumed["history"]["train_loss"])
     a, b = (json.loads((tmp_path / run / "metrics.json").read_text()) for run in "ab")
     assert a["test"] == b["test"] and a["gammas"] == b["gammas"]
+
+
+def test_a_damaged_image_is_named_when_a_worker_reads_it(tree, tmp_path):
+    """A JPEG that does not decode stops the run with a ValueError naming the file, raised in the
+    DataLoader worker that read it and passed on by the loader."""
+    import shutil
+
+    copy = shutil.copytree(tree, tmp_path / "imagenet")
+    damaged = copy / "train" / "n01443537" / "n01443537_1.JPEG"
+    damaged.write_bytes(b"not a jpeg")
+    data = Trainer({**TINY, "data_root": str(copy), "workers": 2}).data
+    with pytest.raises(ValueError, match=str(damaged)):
+        list(data.batches(0, 4))
