@@ -31,10 +31,11 @@ import calibnb
 from .._validation import check_type
 from ..atomic import fits_float16, save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
-from ..data import load_dataset, load_shift, normalize, train_val_split
+from ..data import find_glove, load_dataset, load_shift, normalize, train_val_split
+from ..data.glove import embedding_matrix
 from ..losses import get_loss
 from ..metrics import ece, nll
-from ..models import get_model
+from ..models import TEXT_MODELS, get_model
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
@@ -60,6 +61,11 @@ class _Data:
         self.x_test, self.y_test = ds.x_test.to(device), ds.y_test.to(device)
         self.mean, self.std = ds.mean, ds.std
         self.num_classes = ds.num_classes
+        self.vocabulary = ds.vocabulary
+        is_text, text_model = ds.vocabulary is not None, config.model in TEXT_MODELS
+        if is_text != text_model:
+            raise ValueError(f"model: {config.model!r} takes {'token ids' if text_model else 'images or signals'}, "
+                             f"but {config.dataset} holds {'token ids' if is_text else 'images or signals'}")
         is_colour = self.x_train.ndim == 4 and self.x_train.shape[1] == 3
         self.augment = is_colour if config.augment is None else config.augment
         if self.augment and self.x_train.ndim != 4:
@@ -69,7 +75,13 @@ class _Data:
         x = self.x_train[idx]
         if self.augment:
             return augment_batch(x, self.mean, self.std, generator=generator)
-        return normalize(x, self.mean, self.std)
+        return model_inputs(x, self.mean, self.std)
+
+
+def model_inputs(x: torch.Tensor, mean, std) -> torch.Tensor:
+    """What the network takes from stored inputs ``x``: token ids (int64) as they are, images and
+    signals normalised by ``mean`` and ``std``."""
+    return x if x.dtype == torch.int64 else normalize(x, mean, std)
 
 
 def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +113,7 @@ def predict_on_device(model: nn.Module, x: torch.Tensor, mean, std, autocast=nul
     out = []
     for start in range(0, len(x), batch_size):
         with autocast():
-            out.append(model(normalize(x[start : start + batch_size], mean, std)).float())
+            out.append(model(model_inputs(x[start : start + batch_size], mean, std)).float())
     return torch.cat(out)
 
 
@@ -158,14 +170,24 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.data = _Data(config, self.device)
         shape = tuple(self.data.x_train.shape[1:])
+        model_params = dict(config.model_params)
+        if self.data.vocabulary is not None and "embeddings" not in model_params:
+            # the papers' frozen GloVe vectors for the data set's words (calibnb.data.glove)
+            glove = find_glove(config.data_root)
+            model_params["embeddings"] = torch.from_numpy(
+                embedding_matrix(self.data.vocabulary, glove, verify=config.verify_data))
         self.model = get_model(config.model, self.data.num_classes, input_shape=shape,
-                               **config.model_params).to(self.device)
+                               **model_params).to(self.device)
         if self.channels_last and self.data.x_train.ndim == 4:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.loss_fn = get_loss(config.loss, reduction=self.recipe.reduction, validate=False,
                                 **config.loss_params).to(self.device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.recipe.lr, momentum=self.recipe.momentum,
-                                         weight_decay=self.recipe.weight_decay)
+        trained = [p for p in self.model.parameters() if p.requires_grad]  # a frozen embedding is not
+        if self.recipe.optimizer == "adam":
+            self.optimizer = torch.optim.Adam(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay)
+        else:
+            self.optimizer = torch.optim.SGD(trained, lr=self.recipe.lr, momentum=self.recipe.momentum,
+                                             weight_decay=self.recipe.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
             self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
