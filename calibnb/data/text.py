@@ -188,15 +188,23 @@ def read_20newsgroups(folder: Path, verify: bool = True):
                          f"and {expected} (pass verify=False for a subset)")
     ids, vocabulary = tokenize(texts, MAX_LENGTH)
     labels = np.asarray(labels, dtype=np.int64)
-    order = np.random.RandomState(SPLIT_SEED).permutation(len(texts))
-    n_test = int(NEWSGROUPS_TEST_FRACTION * len(texts))
-    # 900 of the release's 19,997 (AdaFocal App. D); the same fraction of another copy
-    n_val = round(NEWSGROUPS_VAL * len(texts) / NEWSGROUPS_RAW_COUNT)
-    if n_test < 1 or n_val < 1 or len(texts) - n_test - n_val < 1:
-        raise ValueError(f"{folder}: {len(texts)} messages are too few for a train/validation/test split")
-    train, test = order[: len(texts) - n_test], order[len(texts) - n_test:]
-    val_idx = np.arange(len(train) - n_val, len(train), dtype=np.int64)
+    train, test, val_idx = newsgroups_split(len(texts))
     return ids[train], labels[train], ids[test], labels[test], names, val_idx, vocabulary
+
+
+def newsgroups_split(n: int, seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The papers' split of ``n`` messages: ``(train, test, val_idx)``, where ``train`` and
+    ``test`` are message numbers (shuffled with ``seed``; the last 20 % are the test set) and
+    ``val_idx`` the positions in ``train`` of the validation messages (the last 900 of the
+    release's 19,997 before the test set, the same fraction of another copy): 15,098/900/3,999."""
+    order = np.random.RandomState(seed).permutation(n)
+    n_test = int(NEWSGROUPS_TEST_FRACTION * n)
+    # 900 of the release's 19,997 (AdaFocal App. D); the same fraction of another copy
+    n_val = round(NEWSGROUPS_VAL * n / NEWSGROUPS_RAW_COUNT)
+    if n_test < 1 or n_val < 1 or n - n_test - n_val < 1:
+        raise ValueError(f"20 Newsgroups: {n} messages are too few for a train/validation/test split")
+    train, test = order[: n - n_test], order[n - n_test:]
+    return train, test, np.arange(len(train) - n_val, len(train), dtype=np.int64)
 
 
 def _csv_rows(path: Path, what: str, header: bool) -> list[list[str]]:
