@@ -32,8 +32,9 @@ def test_sweeps_carry_the_papers_hyper_parameters():
     assert [(p["gamma"], p["lam"]) for p in _select(fcl, loss="focal_calibration_loss", dataset="cifar10")] == [
         (4, 1.5), (4, 1.5), (2, 0.5), (2, 0.5)]
     assert all(p["reduction"] == "mean" for p in _select(fcl, loss="brier_loss"))
-    # CIFAR-10/100 × 4 networks and Tiny-ImageNet × (ResNet-50, ResNet-110), 6 methods, 5 seeds
-    assert len(runs.expand_grid(configs["adafocal_table1"])) == (2 * 4 + 2) * 6 * 5
+    # CIFAR-10/100 × 4 networks, Tiny-ImageNet × (ResNet-50, ResNet-110) and 20 Newsgroups ×
+    # global-pooling CNN, 6 methods, 5 seeds
+    assert len(runs.expand_grid(configs["adafocal_table1"])) == (2 * 4 + 2 + 1) * 6 * 5
     fts = configs["fts_table1"]
     assert sorted({p["gamma"] for p in _select(fts, loss="focal_loss")}) == [1, 2, 3, 5, 7]
     assert len(runs.expand_grid(fts)) == 3 * (3 + 5) * 5
@@ -69,11 +70,8 @@ PAPER_OF_PREFIX = {"adafocal": "ghosh2022", "dfl": "tao2023", "fcl": "fcl2024", 
 #: The transcribed (paper, dataset, model) pairs that no sweep plans yet: calibnb has no loader or
 #: model for them (issue 29). Remove a pair here when its sweep rows land.
 UNPLANNED = {
-    ("fcl2024", "20newsgroups", "global_pooling_cnn"), ("fcl2024", "ag_news", "global_pooling_cnn"),
-    ("fcl2024", "finsen", "global_pooling_cnn"), ("ghosh2022", "20newsgroups", "bert"),
-    ("ghosh2022", "20newsgroups", "global_pooling_cnn"), ("ghosh2022", "imagenet", "densenet121"),
+    ("ghosh2022", "20newsgroups", "bert"), ("ghosh2022", "imagenet", "densenet121"),
     ("ghosh2022", "imagenet", "resnet110"), ("ghosh2022", "imagenet", "resnet50"),
-    ("tao2023", "20newsgroups", "global_pooling_cnn"),
 }
 
 
@@ -90,7 +88,7 @@ def planned_pairs() -> set[tuple[str, str, str]]:
 def test_every_transcribed_table_pair_is_planned_by_a_sweep_of_its_paper():
     """A cell of ``book/paper_tables`` is planned when a sweep file of its paper trains its
     (dataset, model) pair, under the same names (the results chapters compare them unchanged).
-    1,328 of the 1,628 cells are; the rest are the pairs of UNPLANNED."""
+    1,556 of the 1,628 cells are; the rest are the pairs of UNPLANNED."""
     from calibnb.paper_tables import load_paper_tables
 
     cells = load_paper_tables()
@@ -98,7 +96,7 @@ def test_every_transcribed_table_pair_is_planned_by_a_sweep_of_its_paper():
     planned = planned_pairs()
     assert {pair for pair in pairs if pair not in planned} == UNPLANNED
     assert not planned & UNPLANNED
-    assert (sum(pair in planned for pair in pairs), len(pairs)) == (1328, 1628)
+    assert (sum(pair in planned for pair in pairs), len(pairs)) == (1556, 1628)
 
 
 def test_the_book_sweeps_epochs_override_the_cpu_recipe_as_the_results_page_says():
@@ -135,3 +133,33 @@ def test_the_tiny_imagenet_runs_name_exactly_the_papers_methods():
             # FTS trains γ 2 and 5 too (its text's γ_tr ∈ {1, 2, 3, 5, 7}); its table prints 1, 3, 7
             extra = {("focal_loss", "gamma=2"), ("focal_loss", "gamma=5")} if paper == "komisarenko2024" and ours else set()
             assert ours == printed | extra, (path.stem, model)
+
+
+def test_the_text_runs_name_exactly_the_papers_methods():
+    """The global-pooling CNN runs of each paper's sweep (20 Newsgroups, AG News, FinSen) carry
+    exactly the methods its tables print for that data set, under the key the results chapters
+    match them by (``paper_key``), with the paper's recipe: AdaFocal's and DFL's the last epoch's
+    model, FCL's the best validated one; 20 Newsgroups on its fixed 900 validation messages."""
+    from calibnb.analysis.beside_papers import paper_key
+    from calibnb.paper_tables import load_paper_tables
+
+    cells = load_paper_tables()
+    cells = cells[cells["model"] == "global_pooling_cnn"]
+    seen = set()
+    for path in CONFIGS:
+        paper = PAPER_OF_PREFIX.get(path.stem.split("_")[0])
+        if paper is None:
+            continue
+        for dataset in ("20newsgroups", "ag_news", "finsen"):
+            printed = cells[(cells["paper"] == paper) & (cells["dataset"] == dataset)]
+            printed = set(zip(printed["method"], printed["method_params"]))
+            runs_ = _select(path, dataset=dataset, model="global_pooling_cnn")
+            assert {paper_key(run) for run in runs_} == printed, (path.stem, dataset)
+            for run in runs_:
+                seen.add((paper, dataset))
+                recipe = TrainConfig.from_params(**{**run, "device": "cpu"}).resolved_recipe
+                assert recipe.optimizer == "adam" and recipe.lr == 1e-3 and recipe.epochs == 50
+                assert recipe.select == ("best_val_error" if paper == "fcl2024" else "last")
+                assert run["val_size"] == {"20newsgroups": 900, "ag_news": 5000, "finsen": 1000}[dataset]
+    assert seen == {(p, "20newsgroups") for p in ("ghosh2022", "tao2023", "fcl2024")} | {
+        ("fcl2024", "ag_news"), ("fcl2024", "finsen")}
