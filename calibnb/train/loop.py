@@ -184,7 +184,10 @@ class Trainer:
                                 **config.loss_params).to(self.device)
         trained = [p for p in self.model.parameters() if p.requires_grad]  # a frozen embedding is not
         if self.recipe.optimizer == "adam":
-            self.optimizer = torch.optim.Adam(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay)
+            # fused: the step count stays a device tensor, so a step reads nothing back (the
+            # default implementation reads each parameter's count with .item())
+            self.optimizer = torch.optim.Adam(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay,
+                                              fused=True)
         else:
             self.optimizer = torch.optim.SGD(trained, lr=self.recipe.lr, momentum=self.recipe.momentum,
                                              weight_decay=self.recipe.weight_decay)
