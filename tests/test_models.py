@@ -340,3 +340,11 @@ def test_global_pooling_cnn_takes_glove_vectors_frozen_with_padding_at_zero():
     assert model.embedding.weight.grad is None and model.features[0].weight.grad is not None
     with pytest.raises(ValueError, match="embeddings must be"):
         get_model("global_pooling_cnn", 3, embeddings=torch.zeros(5))
+
+
+def test_bert_without_transformers_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"pip install 'calibnb\[text\]'"):
+        get_model("bert", 20)

@@ -367,11 +367,11 @@ def load_dataset(
         if folder is None:
             raise _missing(name, root, required)
     stamp = _stamp(folder, required) if name != "20newsgroups" else _stamp_tree(folder)
-    # (x_train, y_train, x_test, y_test, classes[, val_idx[, vocabulary]])
+    # (x_train, y_train, x_test, y_test, classes[, val_idx[, vocabulary, texts]])
     x_train, y_train, x_test, y_test, classes, *extra = _read(
         name, folder, stamp, verify, corruption, severity
     )
-    fixed_val, vocabulary = (*extra, None, None)[:2]
+    fixed_val, vocabulary, texts = (*extra, None, None, None)[:3]
     num_classes = len(classes)
     stats = {
         "fashion-mnist": (FASHION_MNIST_MEAN, FASHION_MNIST_STD),
@@ -380,6 +380,8 @@ def load_dataset(
         **{t: ((), ()) for t in TEXT_DATASETS},  # token ids are not normalised
     }.get(name, (CIFAR_MEAN, CIFAR_STD))
     info = {"folder": None if folder is None else str(folder)}
+    if texts is not None:
+        info["texts"] = texts  # (train, test) documents, in the order of x_train and x_test
     if name == "cifar10c":
         info.update(corruption=corruption, severity=severity)
     for split, y in (("train", y_train), ("test", y_test)):

@@ -161,8 +161,9 @@ def read_20newsgroups(folder: Path, verify: bool = True):
     ``folder`` holds the original release's group folders (``20_newsgroups/``), or the bydate
     release's ``20news-bydate-train/`` and ``-test/`` folders, or its archive
     :data:`BYDATE_ARCHIVE` (checked against scikit-learn's sha256 with ``verify=True``).
-    Returns ``(x_train, y_train, x_test, y_test, groups, val_idx, vocabulary)``: ``x_train``
-    holds the training and validation messages, ``val_idx`` the validation ones' positions.
+    Returns ``(x_train, y_train, x_test, y_test, groups, val_idx, vocabulary, texts)``:
+    ``x_train`` holds the training and validation messages, ``val_idx`` the validation ones'
+    positions, ``texts`` the ``(train, test)`` documents as read (BERT tokenises them itself).
     """
     folder = Path(folder)
     bydate = [folder / "20news-bydate-train", folder / "20news-bydate-test"]
@@ -189,7 +190,8 @@ def read_20newsgroups(folder: Path, verify: bool = True):
     ids, vocabulary = tokenize(texts, MAX_LENGTH)
     labels = np.asarray(labels, dtype=np.int64)
     train, test, val_idx = newsgroups_split(len(texts))
-    return ids[train], labels[train], ids[test], labels[test], names, val_idx, vocabulary
+    texts = ([texts[i] for i in train], [texts[i] for i in test])
+    return ids[train], labels[train], ids[test], labels[test], names, val_idx, vocabulary, texts
 
 
 def newsgroups_split(n: int, seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -267,4 +269,4 @@ def _split_text_pair(parts, classes):
     (train_texts, y_train), (test_texts, y_test) = parts
     ids, vocabulary = tokenize(train_texts + test_texts)
     n = len(train_texts)
-    return ids[:n], y_train, ids[n:], y_test, classes, None, vocabulary
+    return ids[:n], y_train, ids[n:], y_test, classes, None, vocabulary, (train_texts, test_texts)

@@ -11,6 +11,7 @@
 ``small_cnn``                 :class:`~calibnb.models.small.SmallCNN`
 ``cnn1d``                     :class:`~calibnb.models.small.ConvNet1d` (MNIST-1D)
 ``global_pooling_cnn``        :class:`~calibnb.models.text_cnn.GlobalPoolingCNN` (token ids, GloVe)
+``bert``                      :class:`~calibnb.models.bert.BertClassifier` (``calibnb[text]``)
 ============================  ==============================================================
 
 The four papers' nets follow ``torrvision/focal_calibration``'s ``Net/`` (module docstrings list
@@ -34,6 +35,7 @@ from .._validation import check_choice, check_int, did_you_mean
 from .densenet import DenseNet, densenet121
 from .resnet import ResNet, resnet50, resnet110
 from .small import MLP, ConvNet1d, SmallCNN
+from .bert import BertClassifier
 from .text_cnn import GlobalPoolingCNN
 from .wide_resnet import WideResNet, wide_resnet26_10
 
@@ -46,13 +48,14 @@ _FACTORIES: dict[str, Callable[..., nn.Module]] = {
     "small_cnn": SmallCNN,
     "cnn1d": ConvNet1d,
     "global_pooling_cnn": GlobalPoolingCNN,
+    "bert": BertClassifier,
 }
 #: The names :func:`get_model` builds.
 MODELS = tuple(_FACTORIES)
 #: The networks whose layers depend on the input's side (``image_size``).
 _SIZED = ("resnet50", "resnet110")
 #: The networks that take token ids ``(N, L)``: their input shape fixes nothing of their layers.
-TEXT_MODELS = ("global_pooling_cnn",)
+TEXT_MODELS = ("global_pooling_cnn", "bert")
 
 
 def get_model(
@@ -107,6 +110,7 @@ __all__ = [
     "MODELS",
     "check_model_params",
     "ConvNet1d",
+    "BertClassifier",
     "DenseNet",
     "GlobalPoolingCNN",
     "TEXT_MODELS",

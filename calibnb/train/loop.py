@@ -50,15 +50,18 @@ class _Data:
 
     def __init__(self, config: TrainConfig, device: torch.device):
         ds = load_dataset(config.dataset, root=config.data_root, verify=config.verify_data)
+        x_train, x_test = ds.x_train, ds.x_test
+        if config.model == "bert" and ds.vocabulary is not None:
+            x_train, x_test = bert_inputs(ds, config.model_params)
         train_idx, val_idx = split_of(ds, config.val_size, config.split_seed)
         if config.train_size is not None:
             train_idx = train_idx[: config.train_size]
         as_index = lambda idx: torch.as_tensor(idx, dtype=torch.long)  # noqa: E731
-        self.x_train = ds.x_train[as_index(train_idx)].to(device)
+        self.x_train = x_train[as_index(train_idx)].to(device)
         self.y_train = ds.y_train[as_index(train_idx)].to(device)
-        self.x_val = ds.x_train[as_index(val_idx)].to(device)
+        self.x_val = x_train[as_index(val_idx)].to(device)
         self.y_val = ds.y_train[as_index(val_idx)].to(device)
-        self.x_test, self.y_test = ds.x_test.to(device), ds.y_test.to(device)
+        self.x_test, self.y_test = x_test.to(device), ds.y_test.to(device)
         self.mean, self.std = ds.mean, ds.std
         self.num_classes = ds.num_classes
         self.vocabulary = ds.vocabulary
@@ -76,6 +79,17 @@ class _Data:
         if self.augment:
             return augment_batch(x, self.mean, self.std, generator=generator)
         return model_inputs(x, self.mean, self.std)
+
+
+def bert_inputs(ds, model_params: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """A text data set's documents as BERT's WordPiece ids: training (and validation) documents
+    cut to 128 tokens, test documents to 512 (AdaFocal App. D), padded with 0 after."""
+    from ..models.bert import TEST_LENGTH, TRAIN_LENGTH, bert_tokenizer, encode_for_bert
+
+    tokenizer = bert_tokenizer(**{k: model_params[k] for k in ("pretrained", "vocab_file") if k in model_params})
+    train_texts, test_texts = ds.info["texts"]
+    return (torch.from_numpy(encode_for_bert(tokenizer, train_texts, TRAIN_LENGTH)),
+            torch.from_numpy(encode_for_bert(tokenizer, test_texts, TEST_LENGTH)))
 
 
 def model_inputs(x: torch.Tensor, mean, std) -> torch.Tensor:
@@ -171,7 +185,7 @@ class Trainer:
         self.data = _Data(config, self.device)
         shape = tuple(self.data.x_train.shape[1:])
         model_params = dict(config.model_params)
-        if self.data.vocabulary is not None and "embeddings" not in model_params:
+        if config.model == "global_pooling_cnn" and "embeddings" not in model_params:
             # the papers' frozen GloVe vectors for the data set's words (calibnb.data.glove)
             glove = find_glove(config.data_root)
             model_params["embeddings"] = torch.from_numpy(
@@ -183,7 +197,9 @@ class Trainer:
         self.loss_fn = get_loss(config.loss, reduction=self.recipe.reduction, validate=False,
                                 **config.loss_params).to(self.device)
         trained = [p for p in self.model.parameters() if p.requires_grad]  # a frozen embedding is not
-        if self.recipe.optimizer == "adam":
+        if self.recipe.optimizer == "adamw":
+            self.optimizer = torch.optim.AdamW(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay)
+        elif self.recipe.optimizer == "adam":
             # fused: the step count stays a device tensor, so a step reads nothing back (the
             # default implementation reads each parameter's count with .item())
             self.optimizer = torch.optim.Adam(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay,
@@ -191,8 +207,14 @@ class Trainer:
         else:
             self.optimizer = torch.optim.SGD(trained, lr=self.recipe.lr, momentum=self.recipe.momentum,
                                              weight_decay=self.recipe.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
-            self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
+        # AdamW (BERT): warm-up then linear decay, stepped after every batch; else per epoch
+        self.per_batch_schedule = self.recipe.warmup is not None
+        if self.per_batch_schedule:
+            self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, LinearWarmupDecay(
+                math.ceil(len(self.data.y_train) / self.recipe.batch_size), self.recipe.warmup, self.recipe.epochs))
+        else:
+            self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
+                self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self.step_model = torch.compile(self.model) if config.compile else self.model
         self.history: list[dict] = []
@@ -209,6 +231,8 @@ class Trainer:
         loss, logits = train_step(self.step_model, self.loss_fn, self.optimizer,
                                   self.data.batch(idx, self.generator), y, self.autocast,
                                   self.channels_last, self.recipe.grad_clip)
+        if self.per_batch_schedule:
+            self.scheduler.step()
         summed = loss * len(idx) if self.recipe.reduction == "mean" else loss
         self.running += torch.stack([summed.double(), (logits.argmax(1) == y).sum().double()])
 
@@ -237,7 +261,8 @@ class Trainer:
             if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
                 self.observe_validation_on_device()
         lr = self.optimizer.param_groups[0]["lr"]
-        self.scheduler.step()
+        if not self.per_batch_schedule:
+            self.scheduler.step()
         loss_sum, correct = self.running.tolist()  # the epoch's one read of the running sums
         self._check_finite(loss_sum, epoch)
 
@@ -370,6 +395,21 @@ class Trainer:
             write_artifacts(self.out_dir, logits, table, metrics)
         return {**metrics, "history": table, "logits": logits, "calibrators": {"ts": ts, "fts": fts},
                 "out_dir": str(self.out_dir) if self.out_dir else None}
+
+
+class LinearWarmupDecay:
+    """The learning rate's factor at step ``s``: ``s / w`` for the ``w`` = ``warmup`` × an
+    epoch's batches of warm-up, then linear to 0 at the last step (Hugging Face's
+    ``get_linear_schedule_with_warmup``)."""
+
+    def __init__(self, steps_per_epoch: int, warmup: float, epochs: int):
+        self.warm = max(1, round(warmup * steps_per_epoch))
+        self.total = max(self.warm + 1, steps_per_epoch * epochs)
+
+    def __call__(self, step: int) -> float:
+        if step < self.warm:
+            return step / self.warm
+        return max(0.0, (self.total - step) / (self.total - self.warm))
 
 
 def check_checkpoint_belongs(state: dict, config: TrainConfig, epochs: int, path) -> None:

@@ -33,6 +33,13 @@ averages and does not clip):
 * ``liang2024_text``: the model with the lowest validation error (FCL §5: "evaluated by the best
   validated models"), for FCL's 20 Newsgroups, AG News and FinSen rows.
 
+``ghosh2022_bert`` is AdaFocal's BERT fine-tuning (App. D): AdamW, lr 2e-5, weight decay 0.01
+(on every parameter: the paper names no exclusion), batch 32, 10 epochs, the learning rate rising
+linearly from 0 over the first 0.2 of an epoch's batches and falling linearly to 0 at the end
+(Hugging Face's ``get_linear_schedule_with_warmup``, the schedule of BERT's fine-tuning scripts;
+the paper names only the warm-up), the loss averaged, no clipping, and the model with the lowest
+validation error. Documents are cut to 128 tokens for training and 512 for testing.
+
 ``cpu`` is the same recipe in miniature for the book's offline runs: 6 epochs with the decays at
 the same fractions of training (3 and 5).
 """
@@ -44,7 +51,7 @@ from dataclasses import dataclass, replace
 #: ``Recipe.select`` values: the last epoch's model, or the epoch with the lowest validation error.
 SELECTIONS = ("last", "best_val_error")
 #: ``Recipe.optimizer`` values: SGD with momentum, or Adam with PyTorch's default betas.
-OPTIMIZERS = ("sgd", "adam")
+OPTIMIZERS = ("sgd", "adam", "adamw")
 
 
 @dataclass(frozen=True)
@@ -62,12 +69,17 @@ class Recipe:
     grad_clip: float | None = 2.0  # max gradient norm; None disables clipping
     select: str = "last"  # the model evaluated: one of SELECTIONS
     optimizer: str = "sgd"  # one of OPTIMIZERS (momentum applies to SGD only)
+    # AdamW only: warm-up over this fraction of an epoch's batches, then a linear decay to 0,
+    # the learning rate updated after every batch (milestones do not apply)
+    warmup: float | None = None
 
     def __post_init__(self) -> None:
         if self.select not in SELECTIONS:
             raise ValueError(f"select must be one of {SELECTIONS}, got {self.select!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if (self.warmup is not None) != (self.optimizer == "adamw"):
+            raise ValueError("warmup is AdamW's linear schedule: give it with optimizer='adamw' only")
 
     def with_epochs(self, epochs: int) -> "Recipe":
         """The same recipe over ``epochs`` epochs, milestones moved to the same fractions."""
@@ -80,7 +92,7 @@ _GLOBAL_POOLING_CNN = Recipe(epochs=50, batch_size=128, lr=1e-3, weight_decay=0.
                              reduction="mean", grad_clip=None)
 
 #: The recipes by name (the module's docstring describes each): ``"mukhoti2020"``, the three
-#: Tiny-ImageNet recipes, the two text recipes and ``"cpu"``.
+#: Tiny-ImageNet recipes, the three text recipes and ``"cpu"``.
 RECIPES: dict[str, Recipe] = {
     "mukhoti2020": Recipe(epochs=350, milestones=(150, 250)),
     "mukhoti2020_tiny_imagenet": _TINY_IMAGENET,
@@ -88,5 +100,7 @@ RECIPES: dict[str, Recipe] = {
     "komisarenko2024_tiny_imagenet": replace(_TINY_IMAGENET, batch_size=64),
     "ghosh2022_20newsgroups": _GLOBAL_POOLING_CNN,
     "liang2024_text": replace(_GLOBAL_POOLING_CNN, select="best_val_error"),
+    "ghosh2022_bert": Recipe(epochs=10, batch_size=32, lr=2e-5, weight_decay=0.01, optimizer="adamw", warmup=0.2,
+                             reduction="mean", grad_clip=None, select="best_val_error"),
     "cpu": Recipe(epochs=6, milestones=(3, 5)),
 }
