@@ -161,3 +161,21 @@ def test_glove_names_and_missing_files_are_explained(tmp_path):
         read_glove(tmp_path / "vectors.txt")
     with pytest.raises(FileNotFoundError, match=r"(?s)glove\.6B\.100d\.txt.*nlp\.stanford\.edu"):
         find_glove(tmp_path / "nowhere")
+
+
+def test_a_replaced_message_is_read_again_and_other_data_beside_is_never_walked(tmp_path):
+    """The per-process cache is keyed on the messages' sizes and times only: an edited message is
+    seen, and a data folder's other data sets (Tiny-ImageNet's 110,000 files) are not listed."""
+    root = write_newsgroups(tmp_path / "data", np.random.default_rng(0), per_group=20)
+    other = tmp_path / "data" / "other" / "deep"
+    other.mkdir(parents=True)
+    (other / "x.bin").write_bytes(b"0")
+    from calibnb.data.datasets import _stamp_newsgroups
+
+    stamp = _stamp_newsgroups(root)
+    assert len(stamp) == 60 and not any("other" in entry[0] for entry in stamp)
+    before = load_dataset("20newsgroups", root=root, verify=False)
+    message = sorted((root / "sci.space").iterdir())[0]
+    message.write_text("H: x\n\nzeta zeta zeta zeta\n", encoding="latin-1")
+    after = load_dataset("20newsgroups", root=root, verify=False)
+    assert "zeta" in after.vocabulary and "zeta" not in before.vocabulary

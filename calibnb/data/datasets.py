@@ -274,10 +274,20 @@ def _download(name: str, root) -> None:
         tv.FashionMNIST(target, train=True, download=True)
 
 
-def _stamp_tree(folder: Path) -> tuple:
-    """Size and modification time of every file below ``folder`` (a data set of many files)."""
+def _stamp_newsgroups(folder: Path) -> tuple:
+    """Size and modification time of the files 20 Newsgroups is read from in ``folder`` (the
+    form :func:`calibnb.data.text.read_20newsgroups` picks), and of nothing else there: a data
+    folder may hold other data sets' millions of files."""
+    bydate = [folder / "20news-bydate-train", folder / "20news-bydate-test"]
+    if all(p.is_dir() for p in bydate):
+        tops = bydate
+    elif (folder / text.BYDATE_ARCHIVE).is_file():
+        return _stamp(folder, (text.BYDATE_ARCHIVE,))
+    else:
+        tops = [folder]
+    groups = [g for top in tops for g in top.iterdir() if g.is_dir() and text._GROUP.fullmatch(g.name)]
     return tuple(sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-                        for p in folder.rglob("*") if p.is_file()))
+                        for group in groups for p in group.iterdir() if p.is_file()))
 
 
 def _stamp(folder: Path | None, files: tuple[str, ...]) -> tuple:
@@ -366,7 +376,7 @@ def load_dataset(
             folder = _locate(name, root, required)
         if folder is None:
             raise _missing(name, root, required)
-    stamp = _stamp(folder, required) if name != "20newsgroups" else _stamp_tree(folder)
+    stamp = _stamp(folder, required) if name != "20newsgroups" else _stamp_newsgroups(folder)
     # (x_train, y_train, x_test, y_test, classes[, val_idx[, vocabulary, texts]])
     x_train, y_train, x_test, y_test, classes, *extra = _read(
         name, folder, stamp, verify, corruption, severity
