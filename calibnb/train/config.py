@@ -36,7 +36,9 @@ class TrainConfig:
     ``train_size`` (use only the first ``train_size`` training examples after the split; None
     keeps all), ``augment`` (random crop with padding 4 + horizontal flip; default on for
     colour images, off otherwise). A data set whose files fix the validation set
-    (Tiny-ImageNet) takes it, and ``val_size`` must equal its size.
+    (Tiny-ImageNet, 20 Newsgroups) takes it, and ``val_size`` must equal its size. Text data sets
+    (``20newsgroups``, ``ag_news``, ``finsen``) hold token ids and train a text model
+    (``global_pooling_cnn``, with the GloVe vectors found beside the data, or ``bert``).
     Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
     ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches
