@@ -114,3 +114,77 @@ def write_imagenet(root, rng, wnids=("n01440764", "n01443537", "n15075141"), tra
                 name = f"{wnid}_{i}.JPEG" if split == "train" else f"ILSVRC2012_val_{j:08d}.JPEG"
                 image.save(folder / name, "JPEG")
     return root
+#: Words of the tiny text files: each class favours its own words, so a few epochs learn something.
+TEXT_WORDS = ("alpha", "beta", "gamma", "delta", "stock", "market", "game", "team", "space", "orbit")
+
+
+def _sentence(rng, label, n_words=30):
+    own = TEXT_WORDS[2 * label % len(TEXT_WORDS): 2 * label % len(TEXT_WORDS) + 2]
+    pool = list(own) * 3 + list(TEXT_WORDS)
+    return " ".join(rng.choice(pool, size=n_words))
+
+
+def write_newsgroups(root, rng, groups=("alt.atheism", "comp.graphics", "sci.space"), per_group=8,
+                     form="raw"):
+    """20 Newsgroups in one of its published forms: ``raw`` (``20_newsgroups/<group>/<number>``,
+    the papers' release), ``bydate`` (``20news-bydate-train/`` and ``-test/`` folders) or
+    ``archive`` (``20news-bydate.tar.gz`` as scikit-learn caches it). Each message has a header,
+    a blank line and a body. Returns the folder to pass as ``root``."""
+    import tarfile
+
+    def message(group, k):
+        return (f"From: someone{k}@example.org\nSubject: header words never read\nNewsgroups: {group}\n\n"
+                f"{_sentence(rng, groups.index(group))}\n").encode("latin-1")
+
+    root.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for group in groups:
+        for k in range(per_group):
+            top = "20_newsgroups" if form == "raw" else ("20news-bydate-train" if k % 4 else "20news-bydate-test")
+            files[f"{top}/{group}/{10000 + k}"] = message(group, k)
+    if form == "archive":
+        with tarfile.open(root / "20news-bydate.tar.gz", "w:gz") as archive:
+            for name, data in sorted(files.items()):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return root
+    for name, data in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root / "20_newsgroups" if form == "raw" else root
+
+
+def write_ag_news(root, rng, n_train=24, n_test=8):
+    """``ag_news_csv/train.csv`` and ``test.csv`` as published: quoted, no header, class 1..4,
+    title, description (with a comma and a doubled quote inside, as the release has)."""
+    folder = root / "ag_news_csv"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train.csv", n_train), ("test.csv", n_test)):
+        rows = []
+        for k in range(n):
+            label = k % 4
+            rows.append(f'"{label + 1}","Title, {TEXT_WORDS[2 * label]} ""quoted""","{_sentence(rng, label)}"')
+        (folder / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder
+
+
+def write_finsen(root, rng, classes=("Bonds", "Economy", "Stocks"), n_train=18, n_test=6):
+    """``finsen/train.csv`` and ``test.csv`` in calibnb's documented schema (``label,text``)."""
+    folder = root / "finsen"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train.csv", n_train), ("test.csv", n_test)):
+        rows = ["label,text"] + [f'{classes[k % len(classes)]},"{_sentence(rng, k % len(classes))}"' for k in range(n)]
+        (folder / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return folder
+
+
+def write_glove(root, rng, words=TEXT_WORDS[:3], dim=100, name="glove.6B"):
+    """``<root>/glove.6B/glove.6B.<dim>d.txt`` as published: a word, then its components, spaces between."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.{dim}d.txt"
+    lines = [" ".join([w, *(f"{v:.6f}" for v in rng.normal(size=dim))]) for w in words]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -345,3 +345,36 @@ def test_imagenet_nets_use_torchvisions_module_names_and_map_224_to_logits():
     model = get_model("densenet121", 7, input_shape=(3, 224, 224)).eval()
     with torch.no_grad():
         assert model(torch.zeros(2, 3, 224, 224)).shape == (2, 7)
+@pytest.mark.parametrize("num_classes, trainable", [(20, 247_316), (4, 245_252)])
+def test_global_pooling_cnn_has_the_reference_codes_layers_and_parameter_count(num_classes, trainable):
+    """20ng_mmce.py's network: conv(100→128, 5), pool 5/1, conv(128, 5), pool 5/1, conv(128, 5),
+    global max, dense 128, dense K; the 20,000 × 100 GloVe embedding is frozen. Counted by hand:
+    3 convolutions 64,128 + 82,048 + 82,048, dense 16,512, output 129·K."""
+    model = get_model("global_pooling_cnn", num_classes, input_shape=(1000,))
+    assert 64_128 + 2 * 82_048 + 16_512 + 129 * num_classes == trainable
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == trainable
+    assert model.embedding.weight.shape == (20_000, 100) and not model.embedding.weight.requires_grad
+    ids = torch.randint(0, 20_000, (3, 1000))
+    assert model(ids).shape == (3, num_classes)
+    # global max pooling: the output does not depend on the length (21 is the shortest input)
+    assert model.eval()(torch.randint(0, 20_000, (2, 21))).shape == (2, num_classes)
+
+
+def test_global_pooling_cnn_takes_glove_vectors_frozen_with_padding_at_zero():
+    vectors = torch.randn(7, 100)
+    vectors[0] = 0
+    model = get_model("global_pooling_cnn", 3, embeddings=vectors)
+    torch.testing.assert_close(model.embedding.weight, vectors)
+    out = model(torch.tensor([[0] * 20 + [3]]))
+    out.sum().backward()
+    assert model.embedding.weight.grad is None and model.features[0].weight.grad is not None
+    with pytest.raises(ValueError, match="embeddings must be"):
+        get_model("global_pooling_cnn", 3, embeddings=torch.zeros(5))
+
+
+def test_bert_without_transformers_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"pip install 'calibnb\[text\]'"):
+        get_model("bert", 20)

@@ -34,7 +34,7 @@ DISTRIBUTION_OF = {"sklearn": "scikit-learn", "yaml": "pyyaml", "mpl_toolkits": 
 #: Imported only inside functions, for a feature that needs an extra: import name -> the extra.
 EXTRA_OF = {
     "papermill": "sweep", "jupytext": "sweep", "nbformat": "sweep", "jupyter_client": "sweep",
-    "submitit": "sweep",
+    "submitit": "sweep", "transformers": "text",
 }
 #: Imported only inside functions and inside ``try: ... except ImportError``, with a fallback or
 #: an error that says what to install; declared nowhere on purpose.
@@ -146,7 +146,8 @@ def test_every_runtime_dependency_is_imported_by_the_package():
 
 def test_the_extras_are_the_book_the_sweeps_and_the_tests():
     extras = {extra: names(reqs) for extra, reqs in PROJECT["optional-dependencies"].items()}
-    assert set(extras) == {"book", "sweep", "test"}
+    assert set(extras) == {"book", "sweep", "test", "text"}
+    assert extras["text"] == {"transformers"} <= extras["test"]  # BERT; CI's tests run it
     assert {"jupyter-book", "jupytext", "papermill", "ipykernel"} <= extras["book"]
     assert {"submitit", "papermill", "jupytext", "ipykernel"} <= extras["sweep"]
     assert {"pytest", "hypothesis", "build"} <= extras["test"]

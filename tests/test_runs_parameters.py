@@ -115,7 +115,7 @@ def test_every_committed_sweep_file_passes_its_schema():
     from calibnb.runs import expand_grid
     counts = {p.name: len(expand_grid(p)) for p in sorted((REPO / "configs").glob("*.yaml"))}
     assert counts["fashion_mnist_cpu.yaml"] == counts["mnist1d_cpu.yaml"] == 115
-    assert counts["dfl_table1.yaml"] == 64 + 7  # CIFAR + Tiny-ImageNet; a GPU sweep is checked on a machine without one
+    assert counts["dfl_table1.yaml"] == 64 + 7 + 7  # CIFAR + Tiny-ImageNet + 20 Newsgroups; a GPU sweep is checked on a machine without one
 
 
 def test_a_folder_holding_another_run_is_refused_before_anything_is_written(tmp_path):

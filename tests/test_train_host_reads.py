@@ -48,3 +48,36 @@ def test_an_epoch_reads_the_same_whatever_its_number_of_steps():
             trainer.epoch(0)
         totals.append(reads.total)
     assert totals[0] == totals[1] and totals[0] > 0  # 2 against 8 steps, 2 against 8 γ updates
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "adafocal"])
+def test_a_text_training_step_reads_nothing_back(tmp_path, loss):
+    """Token ids go to the global-pooling CNN as they are, with Adam: still no read per step."""
+    import numpy as np
+    from data_files import TEXT_WORDS, write_glove, write_newsgroups
+
+    rng = np.random.default_rng(0)
+    write_newsgroups(tmp_path, rng, per_group=40)
+    write_glove(tmp_path, rng, words=TEXT_WORDS[:3])
+    trainer = Trainer({"dataset": "20newsgroups", "data_root": str(tmp_path), "verify_data": False,
+                       "model": "global_pooling_cnn", "recipe": "ghosh2022_20newsgroups", "val_size": 5,
+                       "batch_size": 16, "epochs": 1, "loss": loss, "progress": False})
+    assert isinstance(trainer.optimizer, torch.optim.Adam) and trainer.data.x_train.dtype == torch.int64
+    order = torch.randperm(len(trainer.data.y_train), generator=trainer.generator).split(16)
+    trainer.step(order[0])
+    with count_host_reads() as reads:
+        for idx in order[1:4]:
+            trainer.step(idx)
+    assert reads.total == 0, dict(reads.counts)
+
+
+def test_a_text_model_refuses_images_and_an_image_model_refuses_token_ids(tmp_path):
+    import numpy as np
+    from data_files import write_ag_news
+
+    with pytest.raises(ValueError, match="'global_pooling_cnn' takes token ids, but mnist1d holds images or signals"):
+        Trainer({"dataset": "mnist1d", "model": "global_pooling_cnn", "val_size": 500, "progress": False})
+    write_ag_news(tmp_path, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="'mlp' takes images or signals, but ag_news holds token ids"):
+        Trainer({"dataset": "ag_news", "data_root": str(tmp_path), "verify_data": False, "model": "mlp",
+                 "val_size": 4, "progress": False})

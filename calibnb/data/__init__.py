@@ -15,7 +15,8 @@ Shape convention: images ``(N, C, H, W)``, signals ``(N, C, L)``, labels ``(N,)`
 """
 
 from .augment import augment, normalize, random_crop, random_hflip
-from .datasets import DATASETS, Dataset, StreamedDataset, fetch_dataset, load_dataset
+from .datasets import (DATASETS, TEXT_DATASETS, Dataset, StreamedDataset, fetch_dataset, find_glove,
+                       load_dataset)
 from .fetch import FetchError, cache_dir
 from .predictions import list_predictions, load_predictions
 from .integrity import EXPECTED_MD5, md5sum, verify_file
@@ -29,9 +30,11 @@ __all__ = [
     "FetchError",
     "SHIFTS",
     "StreamedDataset",
+    "TEXT_DATASETS",
     "augment",
     "cache_dir",
     "fetch_dataset",
+    "find_glove",
     "gaussian_noise",
     "list_predictions",
     "load_dataset",

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._validation import check_choice, check_int
-from . import fetch, imagenet, readers, tiny_imagenet
+from . import fetch, glove, imagenet, readers, text, tiny_imagenet
 
 #: Normalisation of Mukhoti et al.'s code (``Data/cifar10.py``), which DFL, AdaFocal, FCL and
 #: FTS reuse for CIFAR-10, CIFAR-100 (train and validation) and SVHN alike.
@@ -66,8 +66,11 @@ class Dataset:
         Dataset-specific details (``corruption``, ``severity``, ``folder``).
     val_idx : numpy.ndarray or None
         The positions in ``x_train`` of the papers' validation set where the data set fixes it
-        (Tiny-ImageNet: each class's images numbered 450 to 499); None where the papers draw it
-        (:func:`calibnb.data.train_val_split`).
+        (Tiny-ImageNet: each class's images numbered 450 to 499; 20 Newsgroups: the papers'
+        900 messages); None where the papers draw it (:func:`calibnb.data.train_val_split`).
+    vocabulary : tuple of str or None
+        Text data sets: the word of each token id (``vocabulary[0]`` = ``""``, the padding); their
+        ``x_train``/``x_test`` are ``(N, L)`` int64 ids (:mod:`calibnb.data.text`).
 
     CIFAR-10-C is a test set only: its ``x_train``/``y_train`` are empty (train on ``cifar10``).
     """
@@ -83,6 +86,7 @@ class Dataset:
     classes: tuple[str, ...]
     info: dict
     val_idx: np.ndarray | None = None
+    vocabulary: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -172,6 +176,25 @@ _SPECS = {
         "torchvision's ImageNet class or its extraction scripts do)",
         dirs=("train", "val"),
     ),
+    "20newsgroups": _Spec(
+        ("20_newsgroups", "20news_home", "20newsgroups"),
+        (),
+        "http://qwone.com/~jason/20Newsgroups/20news-19997.tar.gz (the papers' release, 19,997 "
+        "messages; extract it), or scikit-learn's 20news-bydate.tar.gz (fetch_20newsgroups caches it "
+        "in ~/scikit_learn_data/20news_home)",
+    ),
+    "ag_news": _Spec(
+        ("ag_news_csv", "ag_news"),
+        ("train.csv", "test.csv"),
+        "https://github.com/mhjabreel/CharCnn_Keras/raw/master/data/ag_news_csv (train.csv, "
+        "test.csv: the CSVs of Zhang et al. 2015's ag_news_csv.tar.gz)",
+    ),
+    "finsen": _Spec(
+        ("finsen",),
+        ("train.csv", "test.csv"),
+        "the FinSen release of Liang et al. 2024, written as train.csv and test.csv with a "
+        "label,text header (calibnb.data.text's documented schema)",
+    ),
     "fashion-mnist": _Spec(
         ("fashion-mnist", "FashionMNIST/raw"),
         (*readers.FASHION_MNIST_FILES["train"], *readers.FASHION_MNIST_FILES["test"]),
@@ -182,6 +205,8 @@ _SPECS = {
 }
 #: The names :func:`load_dataset` loads.
 DATASETS = (*_SPECS, "mnist1d")
+#: The text data sets: token ids (:mod:`calibnb.data.text`).
+TEXT_DATASETS = ("20newsgroups", "ag_news", "finsen")
 
 
 def _candidates(spec: _Spec, root: str | os.PathLike | None) -> list[Path]:
@@ -199,9 +224,19 @@ def _candidates(spec: _Spec, root: str | os.PathLike | None) -> list[Path]:
 def _locate(name: str, root, required: tuple[str, ...]) -> Path | None:
     for folder in _candidates(_SPECS[name], root):
         spec = _SPECS[name]
-        if all((folder / f).is_file() for f in required) and all((folder / d).is_dir() for d in spec.dirs):
+        if name == "20newsgroups" and not required:
+            if _is_newsgroups(folder):
+                return folder
+        elif all((folder / f).is_file() for f in required) and all((folder / d).is_dir() for d in spec.dirs):
             return folder
     return None
+
+
+def _is_newsgroups(folder: Path) -> bool:
+    """A folder holding 20 Newsgroups in one of its published forms (:mod:`calibnb.data.text`)."""
+    if (folder / text.BYDATE_ARCHIVE).is_file() or (folder / "20news-bydate-train").is_dir():
+        return True
+    return folder.is_dir() and any(p.is_dir() and text._GROUP.fullmatch(p.name) for p in folder.iterdir())
 
 
 def _missing(name: str, root, required: tuple[str, ...], why: str = "") -> FileNotFoundError:
@@ -212,6 +247,22 @@ def _missing(name: str, root, required: tuple[str, ...], why: str = "") -> FileN
         f"Get the files from {spec.source} and put them in <dir>/{spec.folders[0]}/, then pass "
         f"root=<dir> or set CALIBNB_DATA=<dir>."
     )
+
+
+def find_glove(root: str | os.PathLike | None = None, name: str = glove.DEFAULT) -> Path:
+    """The GloVe file ``<name>.txt`` (the papers': ``glove.6B.100d.txt``), looked for where data
+    sets are (module docstring), in a ``glove.6B/`` folder (as ``glove.6B.zip`` extracts) or
+    beside the data sets; a ``FileNotFoundError`` says where to get it."""
+    collection, _ = glove.dimension_of(Path(f"{name}.txt"))
+    spec = _Spec((f"glove.{collection}", "glove"), (f"{name}.txt",), glove.SOURCE)
+    for folder in _candidates(spec, root):
+        if (folder / f"{name}.txt").is_file():
+            return folder / f"{name}.txt"
+    searched = "\n  ".join(str(p) for p in _candidates(spec, root))
+    raise FileNotFoundError(f"could not find the GloVe vectors {name}.txt, which the global-pooling CNN embeds "
+                            f"words with.\nSearched:\n  {searched}\nGet them from {glove.SOURCE} and put "
+                            f"{name}.txt in <dir>/glove.{collection}/, then pass root=<dir> (data_root) or set "
+                            "CALIBNB_DATA=<dir>.")
 
 
 def fetch_dataset(name: str, root: str | os.PathLike | None = None) -> Path:
@@ -242,9 +293,10 @@ def _download(name: str, root) -> None:
     if name in fetch.RELEASES:
         fetch.fetch(name, None if target is None else Path(target).expanduser())
         return
-    if name in ("cifar10c", "tiny_imagenet", "imagenet"):
+    if name in ("cifar10c", "tiny_imagenet", "imagenet", *TEXT_DATASETS):
         published = {"cifar10c": "CIFAR-10-C", "tiny_imagenet": "Tiny-ImageNet",
-                     "imagenet": "ImageNet (registration needed)"}[name]
+                     "imagenet": "ImageNet (registration needed)", "20newsgroups": "20 Newsgroups",
+                     "ag_news": "AG News", "finsen": "FinSen"}[name]
         raise _missing(name, root, required, f" torchvision has no {published} downloader.")
     try:
         from torchvision import datasets as tv
@@ -269,6 +321,22 @@ def _download(name: str, root) -> None:
         tv.FashionMNIST(target, train=True, download=True)
 
 
+def _stamp_newsgroups(folder: Path) -> tuple:
+    """Size and modification time of the files 20 Newsgroups is read from in ``folder`` (the
+    form :func:`calibnb.data.text.read_20newsgroups` picks), and of nothing else there: a data
+    folder may hold other data sets' millions of files."""
+    bydate = [folder / "20news-bydate-train", folder / "20news-bydate-test"]
+    if all(p.is_dir() for p in bydate):
+        tops = bydate
+    elif (folder / text.BYDATE_ARCHIVE).is_file():
+        return _stamp(folder, (text.BYDATE_ARCHIVE,))
+    else:
+        tops = [folder]
+    groups = [g for top in tops for g in top.iterdir() if g.is_dir() and text._GROUP.fullmatch(g.name)]
+    return tuple(sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+                        for group in groups for p in group.iterdir() if p.is_file()))
+
+
 def _stamp(folder: Path | None, files: tuple[str, ...]) -> tuple:
     """Size and modification time of each file, so that the cache sees replaced files."""
     if folder is None:
@@ -289,6 +357,10 @@ def _read(name, folder, stamp, verify, corruption, severity):
         return (*readers.generate_mnist1d(), DIGITS)
     if name == "tiny_imagenet":
         return tiny_imagenet.read_tiny_imagenet(folder, verify)
+    if name in TEXT_DATASETS:
+        reader = {"20newsgroups": text.read_20newsgroups, "ag_news": text.read_ag_news,
+                  "finsen": text.read_finsen}[name]
+        return reader(folder, verify)
     x_test, y_test = readers.read_cifar10c(folder, corruption, severity, verify)
     x_train = np.zeros((0, 3, 32, 32), dtype=np.uint8)
     return x_train, np.zeros(0, dtype=np.int64), x_test, y_test, readers.CIFAR10_CLASSES
@@ -309,7 +381,10 @@ def load_dataset(
     Parameters
     ----------
     name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"tiny_imagenet"``,
-        ``"imagenet"``, ``"fashion-mnist"`` or ``"mnist1d"``.
+        ``"imagenet"``,
+        ``"20newsgroups"``, ``"ag_news"``, ``"finsen"`` (text: ``(N, L)`` int64 token ids and
+        ``Dataset.vocabulary``, :mod:`calibnb.data.text`), ``"fashion-mnist"`` or ``"mnist1d"``.
+
     root : a folder holding the data set's folder (e.g. ``root/cifar-10-batches-py``) or its
         files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).
     download : when the files are missing, fetch them into ``root`` (or ``$CALIBNB_DATA``, else
@@ -356,17 +431,22 @@ def load_dataset(
             raise _missing(name, root, required)
     if name == "imagenet":
         return _load_imagenet(folder, verify)
-    stamp = _stamp(folder, required)
-    x_train, y_train, x_test, y_test, classes, *fixed_split = _read(
+    stamp = _stamp(folder, required) if name != "20newsgroups" else _stamp_newsgroups(folder)
+    # (x_train, y_train, x_test, y_test, classes[, val_idx[, vocabulary, texts]])
+    x_train, y_train, x_test, y_test, classes, *extra = _read(
         name, folder, stamp, verify, corruption, severity
     )
+    fixed_val, vocabulary, texts = (*extra, None, None, None)[:3]
     num_classes = len(classes)
     stats = {
         "fashion-mnist": (FASHION_MNIST_MEAN, FASHION_MNIST_STD),
         "mnist1d": ((0.0,), (1.0,)),
         "tiny_imagenet": (IMAGENET_MEAN, IMAGENET_STD),
+        **{t: ((), ()) for t in TEXT_DATASETS},  # token ids are not normalised
     }.get(name, (CIFAR_MEAN, CIFAR_STD))
     info = {"folder": None if folder is None else str(folder)}
+    if texts is not None:
+        info["texts"] = texts  # (train, test) documents, in the order of x_train and x_test
     if name == "cifar10c":
         info.update(corruption=corruption, severity=severity)
     for split, y in (("train", y_train), ("test", y_test)):
@@ -384,7 +464,8 @@ def load_dataset(
         std=stats[1],
         classes=tuple(classes),
         info=info,
-        val_idx=fixed_split[0].copy() if fixed_split else None,
+        val_idx=None if fixed_val is None else fixed_val.copy(),
+        vocabulary=vocabulary,
     )
 
 

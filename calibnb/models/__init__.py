@@ -10,6 +10,8 @@
 ``mlp``                       :class:`~calibnb.models.small.MLP` (``in_features`` required)
 ``small_cnn``                 :class:`~calibnb.models.small.SmallCNN`
 ``cnn1d``                     :class:`~calibnb.models.small.ConvNet1d` (MNIST-1D)
+``global_pooling_cnn``        :class:`~calibnb.models.text_cnn.GlobalPoolingCNN` (token ids, GloVe)
+``bert``                      :class:`~calibnb.models.bert.BertClassifier` (``calibnb[text]``)
 ============================  ==============================================================
 
 The four papers' nets follow ``torrvision/focal_calibration``'s ``Net/`` (module docstrings list
@@ -35,6 +37,8 @@ from .._validation import check_choice, check_int, did_you_mean
 from .densenet import DenseNet, densenet121
 from .resnet import ResNet, resnet50, resnet110
 from .small import MLP, ConvNet1d, SmallCNN
+from .bert import BertClassifier
+from .text_cnn import GlobalPoolingCNN
 from .wide_resnet import WideResNet, wide_resnet26_10
 
 _FACTORIES: dict[str, Callable[..., nn.Module]] = {
@@ -45,11 +49,15 @@ _FACTORIES: dict[str, Callable[..., nn.Module]] = {
     "mlp": MLP,
     "small_cnn": SmallCNN,
     "cnn1d": ConvNet1d,
+    "global_pooling_cnn": GlobalPoolingCNN,
+    "bert": BertClassifier,
 }
 #: The names :func:`get_model` builds.
 MODELS = tuple(_FACTORIES)
 #: The networks whose layers depend on the input's side (``image_size``).
 _SIZED = ("resnet50", "resnet110", "densenet121")
+#: The networks that take token ids ``(N, L)``: their input shape fixes nothing of their layers.
+TEXT_MODELS = ("global_pooling_cnn", "bert")
 
 
 def get_model(
@@ -72,6 +80,8 @@ def get_model(
         if not shape:
             raise ValueError("input_shape must be one example's shape, e.g. (3, 32, 32)")
         derived = {"in_features": math.prod(shape)} if name == "mlp" else {"in_channels": shape[0]}
+        if name in TEXT_MODELS:
+            derived = {}
         if name == "cnn1d":
             derived["length"] = shape[-1]
         if name in _SIZED and len(shape) == 3:
@@ -102,7 +112,10 @@ __all__ = [
     "MODELS",
     "check_model_params",
     "ConvNet1d",
+    "BertClassifier",
     "DenseNet",
+    "GlobalPoolingCNN",
+    "TEXT_MODELS",
     "MLP",
     "ResNet",
     "SmallCNN",

@@ -37,11 +37,13 @@ class TrainConfig:
     ``train_size`` (use only the first ``train_size`` training examples after the split; None
     keeps all), ``augment`` (random crop with padding 4 + horizontal flip; default on for
     colour images, off otherwise). A data set whose files fix the validation set
-    (Tiny-ImageNet) takes it, and ``val_size`` must equal its size. ImageNet streams from disk
-    (:mod:`calibnb.train.streaming`): its validation and test sets are ``val_size`` and the rest
-    of the published validation images (seed ``split_seed``), ``augment`` is its standard
-    random-resized crop and flip, and ``workers`` (execution only; default
-    ``min(8, cpu_count)``) is the number of ``DataLoader`` processes decoding its JPEGs.
+    (Tiny-ImageNet, 20 Newsgroups) takes it, and ``val_size`` must equal its size. Text data sets
+    (``20newsgroups``, ``ag_news``, ``finsen``) hold token ids and train a text model
+    (``global_pooling_cnn``, with the GloVe vectors found beside the data, or ``bert``).
+    ImageNet streams from disk (:mod:`calibnb.train.streaming`): its validation and test sets
+    are ``val_size`` and the rest of the published validation images (seed ``split_seed``),
+    ``augment`` is its standard random-resized crop and flip, and ``workers`` (execution only;
+    default ``min(8, cpu_count)``) is the number of ``DataLoader`` processes decoding its JPEGs.
     Model: ``model`` (a :func:`calibnb.models.get_model` name) and ``model_params``.
     Loss: ``loss`` (a :func:`calibnb.losses.get_loss` name) and ``loss_params``;
     ``adafocal_update_every`` updates AdaFocal's γ (CalFocal's bins) every that many batches

@@ -36,10 +36,11 @@ import calibnb
 from .._validation import check_type
 from ..atomic import fits_float16, save_logits, seal, write_json, write_text
 from ..data import augment as augment_batch
-from ..data import StreamedDataset, load_dataset, load_shift, normalize, train_val_split
+from ..data import StreamedDataset, find_glove, load_dataset, load_shift, normalize, train_val_split
+from ..data.glove import embedding_matrix
 from ..losses import get_loss
 from ..metrics import ece, nll
-from ..models import get_model
+from ..models import TEXT_MODELS, get_model
 from .checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .evaluate import evaluate_logits, fit_calibrators
@@ -64,17 +65,25 @@ class DeviceData:
     """
 
     def __init__(self, config: TrainConfig, ds, device: torch.device):
+        x_train, x_test = ds.x_train, ds.x_test
+        if config.model == "bert" and ds.vocabulary is not None:
+            x_train, x_test = bert_inputs(ds, config.model_params)
         train_idx, val_idx = split_of(ds, config.val_size, config.split_seed)
         if config.train_size is not None:
             train_idx = train_idx[: config.train_size]
         as_index = lambda idx: torch.as_tensor(idx, dtype=torch.long)  # noqa: E731
-        self.x_train = ds.x_train[as_index(train_idx)].to(device)
+        self.x_train = x_train[as_index(train_idx)].to(device)
         self.y_train = ds.y_train[as_index(train_idx)].to(device)
-        self.x_val = ds.x_train[as_index(val_idx)].to(device)
+        self.x_val = x_train[as_index(val_idx)].to(device)
         self.y_val = ds.y_train[as_index(val_idx)].to(device)
-        self.x_test, self.y_test = ds.x_test.to(device), ds.y_test.to(device)
+        self.x_test, self.y_test = x_test.to(device), ds.y_test.to(device)
         self.mean, self.std = ds.mean, ds.std
         self.num_classes = ds.num_classes
+        self.vocabulary = ds.vocabulary
+        is_text, text_model = ds.vocabulary is not None, config.model in TEXT_MODELS
+        if is_text != text_model:
+            raise ValueError(f"model: {config.model!r} takes {'token ids' if text_model else 'images or signals'}, "
+                             f"but {config.dataset} holds {'token ids' if is_text else 'images or signals'}")
         is_colour = self.x_train.ndim == 4 and self.x_train.shape[1] == 3
         self.augment = is_colour if config.augment is None else config.augment
         if self.augment and self.x_train.ndim != 4:
@@ -85,7 +94,7 @@ class DeviceData:
         x = self.x_train[idx]
         if self.augment:
             return augment_batch(x, self.mean, self.std, generator=generator)
-        return normalize(x, self.mean, self.std)
+        return model_inputs(x, self.mean, self.std)
 
     def batches(self, epoch: int, batch_size: int, generator: torch.Generator):
         """One epoch's training batches ``(x, y)``: a permutation drawn from ``generator`` on the
@@ -98,6 +107,23 @@ class DeviceData:
         """Float32 logits of ``model`` on the ``"val"`` or ``"test"`` set, on the device."""
         x = {"val": self.x_val, "test": self.x_test}[split]
         return predict_on_device(model, x, self.mean, self.std, autocast)
+
+
+def bert_inputs(ds, model_params: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """A text data set's documents as BERT's WordPiece ids: training (and validation) documents
+    cut to 128 tokens, test documents to 512 (AdaFocal App. D), padded with 0 after."""
+    from ..models.bert import TEST_LENGTH, TRAIN_LENGTH, bert_tokenizer, encode_for_bert
+
+    tokenizer = bert_tokenizer(**{k: model_params[k] for k in ("pretrained", "vocab_file") if k in model_params})
+    train_texts, test_texts = ds.info["texts"]
+    return (torch.from_numpy(encode_for_bert(tokenizer, train_texts, TRAIN_LENGTH)),
+            torch.from_numpy(encode_for_bert(tokenizer, test_texts, TEST_LENGTH)))
+
+
+def model_inputs(x: torch.Tensor, mean, std) -> torch.Tensor:
+    """What the network takes from stored inputs ``x``: token ids (int64) as they are, images and
+    signals normalised by ``mean`` and ``std``."""
+    return x if x.dtype == torch.int64 else normalize(x, mean, std)
 
 
 def split_of(ds, val_size: int, split_seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +155,7 @@ def predict_on_device(model: nn.Module, x: torch.Tensor, mean, std, autocast=nul
     out = []
     for start in range(0, len(x), batch_size):
         with autocast():
-            out.append(model(normalize(x[start : start + batch_size], mean, std)).float())
+            out.append(model(model_inputs(x[start : start + batch_size], mean, std)).float())
     return torch.cat(out)
 
 
@@ -186,16 +212,37 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.data = load_data(config, self.device)
         shape = self.data.input_shape
+        model_params = dict(config.model_params)
+        if config.model == "global_pooling_cnn" and "embeddings" not in model_params:
+            # the papers' frozen GloVe vectors for the data set's words (calibnb.data.glove)
+            glove = find_glove(config.data_root)
+            model_params["embeddings"] = torch.from_numpy(
+                embedding_matrix(self.data.vocabulary, glove, verify=config.verify_data))
         self.model = get_model(config.model, self.data.num_classes, input_shape=shape,
-                               **config.model_params).to(self.device)
+                               **model_params).to(self.device)
         if self.channels_last and len(shape) == 3:
             self.model = self.model.to(memory_format=torch.channels_last)
         self.loss_fn = get_loss(config.loss, reduction=self.recipe.reduction, validate=False,
                                 **config.loss_params).to(self.device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.recipe.lr, momentum=self.recipe.momentum,
-                                         weight_decay=self.recipe.weight_decay)
-        self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
-            self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
+        trained = [p for p in self.model.parameters() if p.requires_grad]  # a frozen embedding is not
+        if self.recipe.optimizer == "adamw":
+            self.optimizer = torch.optim.AdamW(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay)
+        elif self.recipe.optimizer == "adam":
+            # fused: the step count stays a device tensor, so a step reads nothing back (the
+            # default implementation reads each parameter's count with .item())
+            self.optimizer = torch.optim.Adam(trained, lr=self.recipe.lr, weight_decay=self.recipe.weight_decay,
+                                              fused=True)
+        else:
+            self.optimizer = torch.optim.SGD(trained, lr=self.recipe.lr, momentum=self.recipe.momentum,
+                                             weight_decay=self.recipe.weight_decay)
+        # AdamW (BERT): warm-up then linear decay, stepped after every batch; else per epoch
+        self.per_batch_schedule = self.recipe.warmup is not None
+        if self.per_batch_schedule:
+            self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, LinearWarmupDecay(
+                math.ceil(len(self.data.y_train) / self.recipe.batch_size), self.recipe.warmup, self.recipe.epochs))
+        else:
+            self.scheduler = torch.optim.lr_scheduler.MultiStepLR(
+                self.optimizer, list(self.recipe.milestones), self.recipe.lr_decay)
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self.step_model = torch.compile(self.model) if config.compile else self.model
         self.history: list[dict] = []
@@ -218,6 +265,8 @@ class Trainer:
         augmented one): forward, loss, backward, clip, update, and add to the running sums."""
         loss, logits = train_step(self.step_model, self.loss_fn, self.optimizer, x, y, self.autocast,
                                   self.channels_last, self.recipe.grad_clip)
+        if self.per_batch_schedule:
+            self.scheduler.step()
         summed = loss * len(y) if self.recipe.reduction == "mean" else loss
         self.running += torch.stack([summed.double(), (logits.argmax(1) == y).sum().double()])
 
@@ -250,7 +299,8 @@ class Trainer:
             if config.adafocal_update_every and (step + 1) % config.adafocal_update_every == 0:
                 self.observe_validation_on_device()
         lr = self.optimizer.param_groups[0]["lr"]
-        self.scheduler.step()
+        if not self.per_batch_schedule:
+            self.scheduler.step()
         loss_sum, correct = self.running.tolist()  # the epoch's one read of the running sums
         self._check_finite(loss_sum, epoch)
 
@@ -383,6 +433,21 @@ class Trainer:
             write_artifacts(self.out_dir, logits, table, metrics)
         return {**metrics, "history": table, "logits": logits, "calibrators": {"ts": ts, "fts": fts},
                 "out_dir": str(self.out_dir) if self.out_dir else None}
+
+
+class LinearWarmupDecay:
+    """The learning rate's factor at step ``s``: ``s / w`` for the ``w`` = ``warmup`` × an
+    epoch's batches of warm-up, then linear to 0 at the last step (Hugging Face's
+    ``get_linear_schedule_with_warmup``)."""
+
+    def __init__(self, steps_per_epoch: int, warmup: float, epochs: int):
+        self.warm = max(1, round(warmup * steps_per_epoch))
+        self.total = max(self.warm + 1, steps_per_epoch * epochs)
+
+    def __call__(self, step: int) -> float:
+        if step < self.warm:
+            return step / self.warm
+        return max(0.0, (self.total - step) / (self.total - self.warm))
 
 
 def check_checkpoint_belongs(state: dict, config: TrainConfig, epochs: int, path) -> None:
