@@ -4,8 +4,9 @@ Run after `make book` (`make test-browser`, which also fetches axe-core into `_a
 local server and Debian Chromium as tests/test_browser.py open every page of the table of
 contents at both widths, and we check, as a reader would meet it (issue 27):
 
-- tables never break a number: a numeric cell or a short label (at most three words) sits on one
-  line, no word or number in any table cell is split across lines, and a table wider than the
+- tables never break a number: a numeric cell or a short label (at most three words; a code
+  name may wrap after its dots and underscores) sits on one line, no word or number in any table
+  cell is split across lines, and a table wider than the
   column scrolls inside its own box (the page itself never scrolls sideways: not wider than a
   390 px phone);
 - a table shows no pandas index (a header-less first column counting 0, 1, 2, ...);
@@ -29,15 +30,16 @@ from test_browser import METHOD_CHAPTERS, SCREENSHOTS, browser, server  # noqa: 
 
 AXE = REPO / "_axe" / "axe.min.js"
 WIDTHS = [1280, 390]
-PAGES = ["index"] + toc_files()
+#: Every page of the table of contents (index.html only redirects to its root, book/intro).
+PAGES = toc_files()
 
 
 #: What a reader meets in the tables of a page: wrapped numbers and labels, words split across
 #: lines, index columns, tables that push the page wider than the screen. A cell's lines are the
 #: line boxes of its text (a Range's client rectangles grouped by their vertical extent). A word
-#: is a run of letters, a number a run of digits with its decimal points and separators: a line
-#: break inside either is a defect, a break after a dot or an underscore of an identifier
-#: (``calibnb.losses.<wbr>focal_<wbr>loss``) is not.
+#: is a run of letters (a camel-case name is several: Probabilities, As, Logits), a number a run of
+#: digits with its decimal points and separators: a line break inside either is a defect, a break
+#: after a dot or an underscore of a code name (``calibnb.losses.<wbr>focal_<wbr>loss``) is not.
 TABLES_JS = r"""() => {
   const main = document.querySelector('main') || document.body;
   const visible = e => e.getClientRects().length > 0 && !e.closest('details:not([open])');
@@ -50,7 +52,15 @@ TABLES_JS = r"""() => {
     }
     return lines;
   };
-  const linesOf = node => { const range = document.createRange(); range.selectNodeContents(node); return lineCount(range.getClientRects()); };
+  // the text a reader sees: not the body of a closed <details> (a test's name behind its toggle)
+  const shown = t => t.nodeValue.trim() && !(t.parentElement.closest('details:not([open])') && !t.parentElement.closest('summary'));
+  const texts = cell => {
+    const found = [], walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) if (shown(t)) found.push(t);
+    return found;
+  };
+  const linesOf = cell => lineCount(texts(cell).flatMap(t => {
+    const range = document.createRange(); range.selectNodeContents(t); return [...range.getClientRects()]; }));
   const numeric = /^[\s\d.,±%()+\-−–×eE\/:;\[\]✓◀≤≥<>=≈|·…*~^]+$/;
   const brokenNumbers = [], brokenLabels = [], brokenWords = [], indexColumns = [], unboxed = [];
   const cells = [...main.querySelectorAll('table td, table th')].filter(visible);
@@ -59,10 +69,11 @@ TABLES_JS = r"""() => {
     if (!text) continue;
     const lines = linesOf(cell);
     if (lines > 1 && /\d/.test(text) && numeric.test(text)) brokenNumbers.push(text.slice(0, 40));
-    else if (lines > 1 && text.split(/\s+/).length <= 3 && text.length <= 30) brokenLabels.push(text.slice(0, 40));
-    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      for (const match of node.nodeValue.matchAll(/\p{N}+(?:[.,]\p{N}+)*|\p{L}{2,}/gu)) {
+    // a code name (calibnb.losses.focal_loss) may wrap after its dots and underscores on a phone
+    else if (lines > 1 && text.split(/\s+/).length <= 3 && text.length <= 30 && !cell.querySelector('code'))
+      brokenLabels.push(text.slice(0, 40));
+    for (const node of texts(cell)) {
+      for (const match of node.nodeValue.matchAll(/\p{N}+(?:[.,]\p{N}+)*|\p{Lu}?\p{Ll}+|\p{Lu}{2,}(?!\p{Ll})/gu)) {
         const range = document.createRange();
         range.setStart(node, match.index);
         range.setEnd(node, match.index + match[0].length);
@@ -98,8 +109,7 @@ TABLES_JS = r"""() => {
 PAGE_JS = r"""() => {
   const main = document.querySelector('main') || document.body;
   const meta = document.querySelector('meta[name="description"]');
-  const h1 = main.querySelector('h1');
-  const number = h1 && h1.querySelector('.section-number');
+  const number = main.querySelector('article h1 .section-number');  // not the print-only header's h1
   return {
     description: meta ? meta.getAttribute('content') : null,
     chapter: number ? number.innerText.trim().replace(/\.$/, '') : null,
@@ -133,9 +143,11 @@ def read_page(browser, server, page_name: str, width: int) -> dict:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{page_name.replace('/', '_')}_{width}.png"), full_page=False)
     found = page.evaluate(TABLES_JS) | page.evaluate(PAGE_JS)
+    # the page's own errors; axe-core's requests (it re-reads @import-ed stylesheets relative to
+    # the page, e.g. a 404 for basic.css) are not the page's
+    found["console"] = list(console)
     page.add_script_tag(path=str(AXE))
     found["axe"] = page.evaluate(AXE_JS)
-    found["console"] = console
     page.close()
     return found
 

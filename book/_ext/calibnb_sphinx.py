@@ -40,15 +40,15 @@ every page of a stock Jupyter Book are mended here, at the source of the HTML:
   is no definition list (axe-core: definition-list, serious): :func:`_presentational_signature_lists`
   marks it ``role="presentation"``, a layout;
 - no page had a ``<meta name="description">``: :func:`_page_description` writes the page's first
-  paragraph (cut at a word, at most :data:`DESCRIPTION_LENGTH` characters) unless the page's front
+  paragraph without mathematics (cut at a word, at most :data:`DESCRIPTION_LENGTH` characters) unless the page's front
   matter gives one (``html_meta: {description: ...}``).
 
 The theme's search and colour-mode buttons are overridden by the templates in ``book/_templates``.
 
-**API summaries on a phone.** The summary tables of the API pages name functions like
-``calibnb.losses.dual_focal_loss_sd``; :func:`_breakable_summary_names` lets such a name break
-after its dots and underscores (``<wbr>``), so that on a 390 px screen it wraps between its parts
-instead of inside a word.
+**Code names in tables on a phone.** Tables (the API pages' summaries above all) name functions
+like ``calibnb.losses.dual_focal_loss_sd``; :func:`_breakable_table_names` lets such a name break
+after its dots and underscores and between the humps of a camel-case name (``<wbr>``), so that
+on a 390 px screen it wraps between its parts instead of inside a word.
 
 **Members from other libraries.** scikit-learn gives every estimator generated methods
 (``set_fit_request``, ...) whose docstrings link into scikit-learn's own documentation;
@@ -146,19 +146,22 @@ def _depart_citation(self, node):
         self.body.append("</div>\n")
 
 
-_AUTOSUMMARY = re.compile(r'<table class="autosummary.*?</table>', re.S)
+_TABLE = re.compile(r'<table\b.*?</table>', re.S)
 _PRE = re.compile(r'(<span class="pre">)([^<]*)(</span>)')
+#: Where a code name may break: after a dot or an underscore, and between the humps of a
+#: camel-case name (``ProbabilitiesAs<wbr>LogitsWarning``).
+_NAME_BREAK = re.compile(r"(?<=[._])(?=\w)|(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _breakable_summary_names(app, pagename, templatename, context, doctree):
+def _breakable_table_names(app, pagename, templatename, context, doctree):
     body = context.get("body")
-    if not body or "autosummary" not in body:
+    if not body or '<span class="pre">' not in body:
         return
 
     def names(table):
-        return _PRE.sub(lambda m: m[1] + re.sub(r"([._])(?=\w)", r"\1<wbr>", m[2]) + m[3], table[0])
+        return _PRE.sub(lambda m: m[1] + _NAME_BREAK.sub("<wbr>", m[2]) + m[3], table[0])
 
-    context["body"] = _AUTOSUMMARY.sub(names, body)
+    context["body"] = _TABLE.sub(names, body)
 
 
 #: A signature written one parameter a line (``python_maximum_signature_line_length``): Sphinx
@@ -186,10 +189,12 @@ def _page_description(app, pagename, templatename, context, doctree):
         return
     text = ""
     for paragraph in doctree.findall(nodes.paragraph):
-        if paragraph.parent is not None and isinstance(paragraph.parent, (nodes.section, nodes.document)):
+        # the first paragraph of running text without mathematics (whose text would be LaTeX)
+        if isinstance(paragraph.parent, (nodes.section, nodes.document)) and not any(paragraph.findall(nodes.math)):
             text = " ".join(paragraph.astext().split())
             if len(text) >= 40:
                 break
+            text = ""
     if not text:
         text = html.unescape(re.sub(r"<[^>]+>", "", context.get("title") or "")) or app.config.project
     if len(text) > DESCRIPTION_LENGTH:
@@ -211,7 +216,7 @@ def setup(app):
     app.connect("html-page-context", _drop_duplicate_inline_scripts)
     app.connect("html-page-context", _default_colour_mode)
     app.connect("html-page-context", _page_description)
-    app.connect("html-page-context", _breakable_summary_names)
+    app.connect("html-page-context", _breakable_table_names)
     app.connect("html-page-context", _presentational_signature_lists)
     app.connect("builder-inited", _accessible_visitors)
     # before sphinx-book-theme builds its header buttons (priority 501)
