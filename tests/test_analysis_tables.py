@@ -163,9 +163,10 @@ def test_number_text_never_shows_negative_zero_or_machine_epsilon():
 def test_styled_lets_only_sentences_wrap_and_can_hide_the_index():
     from calibnb.analysis.tables import is_prose, styled
     table = pd.DataFrame({"claim": ["focal loss bounds a divergence minus an entropy", "short label"],
-                          "ours": ["0.35 ± 0.02 (T = 1.50)", "12"], "value": [-1e-5, 2.0]})
+                          "ours": ["0.35 ± 0.02 (1.50 ± 0.10)", "12"], "value": [-1e-5, 2.0]})
     assert [is_prose(v) for v in table["claim"]] == [True, False]
     assert not is_prose(table.loc[0, "ours"])  # numbers with a few symbols are not prose
+    assert is_prose("η = (0.55, 0.3, 0.15) → q* = (0.5, 0.3, 0.2)")  # a statement with numbers
     html = styled(table, digits=3, wrap=True, index=False).to_html()
     assert html.count("prose") == 2  # the rule and the one sentence cell
     assert "white-space: nowrap" in html and "min-width: 14em" in html

@@ -10,6 +10,7 @@ chose (:func:`selection_table`).
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 import pandas as pd
@@ -247,12 +248,17 @@ def number_text(value, digits: int = 2) -> str:
     return text.lstrip("-") if float(text) == 0 else text
 
 
+#: A cell made of numbers only (digits, signs, brackets, ±, %): it never wraps.
+_NUMBERS_ONLY = re.compile(r"[\s\d.,±%()+\-−–×eE/:;\[\]✓◀≤≥<>=≈|·…*~^]+")
+
+
 def is_prose(value) -> bool:
-    """Whether a table cell holds a sentence (several words) rather than a number or a short label:
-    such a cell may wrap between its words; every other cell stays on one line."""
-    if not isinstance(value, str) or len(value) <= 24:
+    """Whether a table cell holds text of several words (more than 24 characters, three tokens or
+    more, not numbers only) rather than a number or a short label: such a cell may wrap between
+    its words; every other cell stays on one line."""
+    if not isinstance(value, str) or len(value) <= 24 or len(value.split()) < 3:
         return False
-    return sum(len(word) > 2 and word.isalpha() for word in value.split()) >= 2
+    return not _NUMBERS_ONLY.fullmatch(value)
 
 
 def styled(table: pd.DataFrame, caption: str | None = None, digits: int = 2, wrap: bool = False,
