@@ -40,7 +40,7 @@ every page of a stock Jupyter Book are mended here, at the source of the HTML:
   is no definition list (axe-core: definition-list, serious): :func:`_presentational_signature_lists`
   marks it ``role="presentation"``, a layout;
 - no page had a ``<meta name="description">``: :func:`_page_description` writes the page's first
-  paragraph without mathematics (cut at a word, at most :data:`DESCRIPTION_LENGTH` characters) unless the page's front
+  paragraph, its mathematics written plainly (cut at a word, at most :data:`DESCRIPTION_LENGTH` characters) unless the page's front
   matter gives one (``html_meta: {description: ...}``).
 
 The theme's search and colour-mode buttons are overridden by the templates in ``book/_templates``.
@@ -184,14 +184,38 @@ def _default_colour_mode(app, pagename, templatename, context, doctree):
 DESCRIPTION_LENGTH = 160
 
 
+#: TeX commands a description spells as characters; any other command loses its backslash.
+_TEX_SYMBOLS = {"gamma": "γ", "lambda": "λ", "eta": "η", "mu": "μ", "sigma": "σ", "alpha": "α",
+                "beta": "β", "phi": "φ", "le": "≤", "ge": "≥", "geq": "≥", "leq": "≤", "approx": "≈",
+                "cdot": "·", "circ": "∘", "to": "→", "infty": "∞", "times": "×"}
+
+
+def _plain_text(node) -> str:
+    """A paragraph's text with its inline mathematics written plainly (``\\gamma`` as γ)."""
+    parts = []
+    for child in node.findall(lambda n: isinstance(n, (nodes.Text, nodes.math))):
+        if isinstance(child, nodes.math):
+            tex = re.sub(r"\\([A-Za-z]+)", lambda m: _TEX_SYMBOLS.get(m[1], m[1] + " "), child.astext())
+            parts.append(re.sub(r"[{}]|\\[,;!]", "", tex))
+        elif not any(isinstance(a, nodes.math) for a in _ancestors(child)):
+            parts.append(child.astext())
+    return "".join(parts)
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
 def _page_description(app, pagename, templatename, context, doctree):
     if doctree is None or 'name="description"' in context.get("metatags", ""):
         return
     text = ""
     for paragraph in doctree.findall(nodes.paragraph):
-        # the first paragraph of running text without mathematics (whose text would be LaTeX)
-        if isinstance(paragraph.parent, (nodes.section, nodes.document)) and not any(paragraph.findall(nodes.math)):
-            text = " ".join(paragraph.astext().split())
+        # the first paragraph of running text, its mathematics as plain text
+        if isinstance(paragraph.parent, (nodes.section, nodes.document)):
+            text = " ".join(_plain_text(paragraph).split())
             if len(text) >= 40:
                 break
             text = ""
