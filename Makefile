@@ -30,6 +30,21 @@ $(MATHJAX):
 	mkdir -p _mathjax.tmp/site/mathjax && mv _mathjax.tmp/package/es5 _mathjax.tmp/site/mathjax/es5
 	rm -rf _mathjax && mv _mathjax.tmp/site _mathjax && rm -rf _mathjax.tmp
 
+# axe-core, the accessibility checker that tests/test_browser_reading.py runs in every page, is
+# fetched the same way (npm tarball, pinned sha256) into _axe/ and injected by the test from there:
+# the published site does not carry it.
+AXE_VERSION := 4.10.3
+AXE_SHA256  := 0f2b4d7dcdf7d1219df8d1959ad68e565f51d14c3f0d88bb71cd59abeb956292
+AXE         := _axe/axe.min.js
+
+$(AXE):
+	rm -rf _axe.tmp && mkdir -p _axe.tmp
+	cd _axe.tmp && npm pack --silent axe-core@$(AXE_VERSION) > /dev/null
+	echo "$(AXE_SHA256)  _axe.tmp/axe-core-$(AXE_VERSION).tgz" | sha256sum --check --quiet
+	tar -xzf _axe.tmp/axe-core-$(AXE_VERSION).tgz -C _axe.tmp package/axe.min.js package/LICENSE
+	mkdir -p _axe.tmp/site && mv _axe.tmp/package/axe.min.js _axe.tmp/package/LICENSE _axe.tmp/site/
+	rm -rf _axe && mv _axe.tmp/site _axe && rm -rf _axe.tmp
+
 # The data sets the book executes on: found where calibnb.data.load_dataset looks
 # (CALIBNB_DATA, Debian's /usr/share/datasets, the per-user cache), else fetched into the cache
 # ($$XDG_CACHE_HOME/calibnb, else ~/.cache/calibnb): the published files, else Debian's package.
@@ -74,7 +89,7 @@ test-slow: $(STAMP)
 	$(PYTEST) -n 2 -m "(slow or notebooks) and not gpu"
 
 # Opens the built book in headless Chromium (Debian's `chromium`); run `make book` first.
-test-browser: $(STAMP)
+test-browser: $(STAMP) $(AXE)
 	$(PYTEST) -m browser
 
 # On a machine with a CUDA GPU: a training step must not synchronise (tests/test_gpu.py).
@@ -123,5 +138,5 @@ freeze: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | sed -e 's/+cpu$$//' > constraints.txt
 
 clean:
-	rm -rf _build _mathjax _mathjax.tmp .pytest_cache .hypothesis
+	rm -rf _build _mathjax _mathjax.tmp _axe _axe.tmp .pytest_cache .hypothesis
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

@@ -150,3 +150,40 @@ def test_styled_keeps_cells_on_one_line_and_bolds_the_marked_ones():
     assert "white-space: nowrap" in html and "<caption>ECE (%)</caption>" in html
     assert html.count("font-weight: bold") == 1 and "0.12<" in html
     assert table.loc[0, "B"] == 0.123456  # the data are not changed
+
+
+def test_number_text_never_shows_negative_zero_or_machine_epsilon():
+    from calibnb.analysis.tables import number_text
+    assert number_text(-0.0004, 3) == "0.000" and number_text(-0.0) == "0.00"
+    assert number_text(1.3877787807814457e-17) == "0.00" and number_text(-1e-17, 4) == "0.0000"
+    assert number_text(-0.006, 2) == "-0.01" and number_text(0.125, 2) == "0.12"
+    assert number_text(float("nan")) == "–"
+
+
+def test_styled_lets_only_sentences_wrap_and_can_hide_the_index():
+    from calibnb.analysis.tables import is_prose, styled
+    table = pd.DataFrame({"claim": ["focal loss bounds a divergence minus an entropy", "short label"],
+                          "ours": ["0.35 ± 0.02 (1.50 ± 0.10)", "12"], "value": [-1e-5, 2.0]})
+    assert [is_prose(v) for v in table["claim"]] == [True, False]
+    assert not is_prose(table.loc[0, "ours"])  # numbers with a few symbols are not prose
+    assert is_prose("η = (0.55, 0.3, 0.15) → q* = (0.5, 0.3, 0.2)")  # a statement with numbers
+    html = styled(table, digits=3, wrap=True, index=False).to_html()
+    assert html.count("prose") == 2  # the rule and the one sentence cell
+    assert "white-space: nowrap" in html and "min-width: 14em" in html
+    assert "-0.000" not in html and ">0.000<" in html
+    assert 'class="row_heading' not in html  # no index column
+    assert 'class="row_heading' in styled(table).to_html()
+
+
+def test_verified_table_escapes_text_and_puts_the_test_behind_a_toggle():
+    from calibnb.analysis.tables import verified_table
+    rows = [("Prop. 3: T_low < T < T_high for every logit", "yes", "0 < 1", "holds",
+             "test_theory_focal.py::test_proposition_3_brackets_the_focal_map")]
+    html = verified_table(rows).to_html()
+    assert "0 &lt; 1" in html and "<details><summary><code>test_theory_focal.py</code></summary>" in html
+    assert "<code>test_proposition_3_brackets_the_focal_map</code></details>" in html
+    assert 'class="row_heading' not in html
+    with pytest.raises(ValueError, match="rows"):
+        verified_table([])
+    with pytest.raises(ValueError, match="test"):
+        verified_table([("a claim of several words", "yes", "1", "holds", "")])

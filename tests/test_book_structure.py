@@ -72,7 +72,8 @@ def test_chapters_narrate_and_the_package_computes():
 
 
 RESULTS_PAGES = ["nbs/results.md", "nbs/results_figures.md", "nbs/cifar_posthoc.md"]
-METHOD_CHAPTERS = ["nbs/measuring_calibration.md", "nbs/focal_analysis.md", "nbs/adafocal.md", "nbs/dual_focal.md",
+METHOD_CHAPTERS = ["nbs/measuring_calibration.md", "nbs/focal_analysis.md", "nbs/focal_loss_code.md",
+                   "nbs/adafocal.md", "nbs/dual_focal.md",
                    "nbs/focal_calibration_loss.md", "nbs/focal_temperature_scaling.md"]
 
 
@@ -83,6 +84,18 @@ def test_results_pages_open_with_their_conclusion():
         body = text.split("\n---\n", 1)[1]  # after the front matter
         assert "**In short.**" in body, page
         assert body.index("**In short.**") < body.index("```{code-cell}"), f"{page}: code before the summary"
+
+
+def test_method_chapters_open_with_what_they_show():
+    """A method chapter, like a results page, says what it shows before any code (issue 27):
+    after its opening paragraph, "**In short.**" and three to five bullets."""
+    for page in METHOD_CHAPTERS:
+        body = (REPO / page).read_text().split("\n---\n", 1)[1]
+        assert "**In short.**" in body, f"{page} has no 'In short' summary"
+        summary = body[body.index("**In short.**"):body.index("```{code-cell}")]
+        assert body.index("**In short.**") < body.index("## "), f"{page}: the summary comes after a section"
+        bullets = [line for line in summary.splitlines() if line.startswith(("- ", "* "))]
+        assert 3 <= len(bullets) <= 5, f"{page}: 'In short' has {len(bullets)} bullets (3 to 5)"
 
 
 def test_method_chapters_end_with_exercises_and_hidden_solutions():

@@ -85,16 +85,19 @@ def has_math(doc: str) -> bool:
 PAGES = ["index"] + toc_files()
 
 #: The chapters that teach a method: each ends with at least three exercises, solutions hidden.
-METHOD_CHAPTERS = ["nbs/measuring_calibration", "nbs/focal_analysis", "nbs/adafocal", "nbs/dual_focal",
-                   "nbs/focal_calibration_loss", "nbs/focal_temperature_scaling"]
+METHOD_CHAPTERS = ["nbs/measuring_calibration", "nbs/focal_analysis", "nbs/focal_loss_code", "nbs/adafocal",
+                   "nbs/dual_focal", "nbs/focal_calibration_loss", "nbs/focal_temperature_scaling"]
 
 #: What a reader would see that they should not, found with the DOM of the rendered page.
 DEFECTS_JS = r"""() => {
   const describe = e => (e.innerText || '').trim().slice(0, 80).replace(/\s+/g, ' ');
   const main = document.querySelector('main') || document.body;
+  // a table wider than the column scrolls inside its own box (issue 27), marked by a shadow:
+  // tests/test_browser_reading.py checks that box; any other output hidden behind a scroll bar is a defect
+  const tableBox = e => e.matches('div.output.text_html') && e.querySelector('table');
   const wide = [...main.querySelectorAll('.cell_output, .cell_output *, pre')].filter(e =>
       e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible'
-      && !e.closest('details:not([open])'));
+      && !e.closest('details:not([open])') && !tableBox(e) && !e.closest('table'));
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
   const dollars = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {

@@ -9,6 +9,9 @@ chose (:func:`selection_table`).
 
 from __future__ import annotations
 
+import html
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -231,17 +234,87 @@ def auroc_table(runs: pd.DataFrame, shifts: dict, rows=None) -> pd.DataFrame:
     return table
 
 
-def styled(table: pd.DataFrame, caption: str | None = None, digits: int = 2, wrap: bool = False):
-    """The book's rendering of a table: every cell on one line (``wrap=True``: long text cells
-    wrap, for tables of sentences), in compact type, numbers with ``digits`` decimals, the cells
-    marked with :data:`BETTER` in bold; ``caption`` above it.
+def number_text(value, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals as a reader should see it: a value that rounds to zero
+    prints as ``0`` with its decimals, never ``-0.00`` nor ``1.4e-17``; NaN prints as ``–``.
+
+    >>> number_text(-0.0004, 3), number_text(1.3877787807814457e-17), number_text(0.125, 2)
+    ('0.000', '0.00', '0.12')
+    """
+    value = float(value)
+    if np.isnan(value):
+        return "–"
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+
+
+#: A cell made of numbers only (digits, signs, brackets, ±, %): it never wraps.
+_NUMBERS_ONLY = re.compile(r"[\s\d.,±%()+\-−–×eE/:;\[\]✓◀≤≥<>=≈|·…*~^]+")
+
+
+def is_prose(value) -> bool:
+    """Whether a table cell holds text of several words (more than 24 characters, three tokens or
+    more, not numbers only) rather than a number or a short label: such a cell may wrap between
+    its words; every other cell stays on one line."""
+    if not isinstance(value, str) or len(value) <= 24 or len(value.split()) < 3:
+        return False
+    return not _NUMBERS_ONLY.fullmatch(value)
+
+
+def styled(table: pd.DataFrame, caption: str | None = None, digits: int = 2, wrap: bool = False,
+           index: bool = True):
+    """The book's rendering of a table: numbers and short labels on one line, in compact type,
+    numbers with ``digits`` decimals (a value that rounds to zero as ``0``, never ``-0.00``:
+    :func:`number_text`), the cells marked with :data:`BETTER` in bold; ``caption`` above it.
+
+    ``wrap=True`` (tables of sentences) lets the cells that hold a sentence (:func:`is_prose`) wrap
+    between words, at least 14 characters wide; numbers and labels still never wrap. A table wider
+    than the page's column scrolls inside its box (the book's CSS). ``index=False`` hides the
+    row labels (for a table whose index is only 0, 1, 2, ...).
 
     Returns a pandas ``Styler`` (the notebook shows it as HTML); the table itself is unchanged.
     """
-    cell = f"white-space: {'normal' if wrap else 'nowrap'}; font-size: 0.85em; padding: 0.15em 0.6em"
-    style = (table.style
-             .set_table_styles([{"selector": "th, td", "props": cell},
-                                {"selector": "caption", "props": "caption-side: top; text-align: left"}])
-             .format(precision=digits)
+    cell = "white-space: nowrap; font-size: 0.85em; padding: 0.15em 0.6em"
+    styles = [{"selector": "th, td", "props": cell},
+              {"selector": "caption", "props": "caption-side: top; text-align: left"}]
+    style = table.style
+    if wrap:
+        styles.append({"selector": "td.prose", "props": "white-space: normal; min-width: 14em"})
+        style = style.set_td_classes(table.map(lambda v: "prose" if is_prose(v) else ""))
+    style = (style.set_table_styles(styles)
+             .format(lambda v: number_text(v, digits) if isinstance(v, (float, np.floating)) else v)
              .map(lambda v: "font-weight: bold" if isinstance(v, str) and v.endswith(BETTER) else ""))
+    if not index:
+        style = style.hide(axis="index")
     return style.set_caption(caption) if caption else style
+
+
+#: The columns of a chapter's "What we verified" table: the paper's claim, what the paper says,
+#: what the chapter computed, whether the claim holds, and the test that pins it.
+VERIFIED_COLUMNS = ("claim", "paper", "ours", "status", "test")
+
+
+def verified_table(rows):
+    """A chapter's "What we verified" table from its rows (tuples in :data:`VERIFIED_COLUMNS` order).
+
+    The text is escaped (a claim may contain ``<``); sentences wrap between words and numbers
+    stay on one line (:func:`styled` with ``wrap=True``); no index column. The test, a long
+    ``tests/<file>.py::<function>`` name, shows only its file: the function's name is one click
+    away in the cell's toggle, so it never widens the table.
+    """
+    table = pd.DataFrame(list(rows), columns=list(VERIFIED_COLUMNS))
+    if table.empty:
+        raise ValueError("rows: a 'What we verified' table needs at least one row")
+    text = table.drop(columns="test").map(lambda v: html.escape(str(v), quote=False))
+    text["test"] = table["test"].map(_test_toggle)
+    return styled(text, wrap=True, index=False)
+
+
+def _test_toggle(test) -> str:
+    if not isinstance(test, str) or not test.strip():
+        raise ValueError(f"rows: every claim names its test, got {test!r}")
+    path, _, function = test.partition("::")
+    if not function:
+        return f"<code>{html.escape(path)}</code>"
+    return (f"<details><summary><code>{html.escape(path)}</code></summary>"
+            f"<code>{html.escape(function)}</code></details>")
