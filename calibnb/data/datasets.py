@@ -70,7 +70,7 @@ class Dataset:
         900 messages); None where the papers draw it (:func:`calibnb.data.train_val_split`).
     vocabulary : tuple of str or None
         Text data sets: the word of each token id (``vocabulary[0]`` = ``""``, the padding); their
-        ``x_train``/``x_test`` are ``(N, L)`` int64 ids (:mod:`calibnb.data.text`).
+        ``x_train``/``x_test`` are ``(N, L)`` int64 ids (``calibnb.data.text``).
 
     CIFAR-10-C is a test set only: its ``x_train``/``y_train`` are empty (train on ``cifar10``).
     """
@@ -106,7 +106,7 @@ class StreamedDataset:
         The ``load_dataset`` name.
     train : torch.utils.data.Dataset
         The training images with the training transform (random crops and flips), items
-        ``(image, label)``, images ``(3, 224, 224)`` uint8 (:class:`calibnb.data.imagenet.ImageNetImages`).
+        ``(image, label)``, images ``(3, 224, 224)`` uint8 (``calibnb.data.imagenet.ImageNetImages``).
     test : torch.utils.data.Dataset
         The held-out images with the evaluation transform (ImageNet's published validation set,
         which the papers divide into their validation and test sets).
@@ -205,7 +205,7 @@ _SPECS = {
 }
 #: The names :func:`load_dataset` loads.
 DATASETS = (*_SPECS, "mnist1d")
-#: The text data sets: token ids (:mod:`calibnb.data.text`).
+#: The text data sets: token ids (``calibnb.data.text``).
 TEXT_DATASETS = ("20newsgroups", "ag_news", "finsen")
 
 
@@ -233,7 +233,7 @@ def _locate(name: str, root, required: tuple[str, ...]) -> Path | None:
 
 
 def _is_newsgroups(folder: Path) -> bool:
-    """A folder holding 20 Newsgroups in one of its published forms (:mod:`calibnb.data.text`)."""
+    """A folder holding 20 Newsgroups in one of its published forms (``calibnb.data.text``)."""
     if (folder / text.BYDATE_ARCHIVE).is_file() or (folder / "20news-bydate-train").is_dir():
         return True
     return folder.is_dir() and any(p.is_dir() and text._GROUP.fullmatch(p.name) for p in folder.iterdir())
@@ -383,7 +383,7 @@ def load_dataset(
     name : ``"cifar10"``, ``"cifar100"``, ``"svhn"``, ``"cifar10c"``, ``"tiny_imagenet"``,
         ``"imagenet"``,
         ``"20newsgroups"``, ``"ag_news"``, ``"finsen"`` (text: ``(N, L)`` int64 token ids and
-        ``Dataset.vocabulary``, :mod:`calibnb.data.text`), ``"fashion-mnist"`` or ``"mnist1d"``.
+        ``Dataset.vocabulary``, ``calibnb.data.text``), ``"fashion-mnist"`` or ``"mnist1d"``.
 
     root : a folder holding the data set's folder (e.g. ``root/cifar-10-batches-py``) or its
         files; searched before ``$CALIBNB_DATA`` and system locations (module docstring).

@@ -20,8 +20,8 @@ Fashion-MNIST's 28×28 grey images: the stem takes one channel and the global av
 whatever final map the smaller input produces, so no padding to 32×32 is needed. Every model
 accepts ``channels_last`` inputs/weights and runs under ``torch.autocast`` (bf16). The ResNets
 also take ``image_size``: 64 builds the reference's Tiny-ImageNet net (``Net/resnet_tiny_imagenet.py``:
-a 2×2 pool before an 8192-feature classifier, see :mod:`calibnb.models.resnet`); 224, as the
-ImageNet loader's crops are, builds torchvision's ImageNet nets (:mod:`calibnb.models.imagenet`;
+a 2×2 pool before an 8192-feature classifier, see ``calibnb.models.resnet``); 224, as the
+ImageNet loader's crops are, builds torchvision's ImageNet nets (``calibnb.models.imagenet``;
 ``densenet121`` too).
 """
 

@@ -91,7 +91,7 @@ class DenseNet(nn.Module):
 
 def densenet121(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> nn.Module:
     """DenseNet-121: blocks [6, 12, 24, 16], growth 32, compression 0.5; with ``image_size=224``
-    torchvision's ImageNet DenseNet-121 (:mod:`calibnb.models.imagenet`), else the CIFAR net,
+    torchvision's ImageNet DenseNet-121 (``calibnb.models.imagenet``), else the CIFAR net,
     which takes any side (global average pool)."""
     if image_size == IMAGENET_SIZE:
         return imagenet_densenet121(num_classes, in_channels)

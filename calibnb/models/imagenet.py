@@ -14,7 +14,7 @@ no CPU build for every torch (module and parameter names are torchvision's, so i
   average pooling, one linear layer. Convolutions are initialised from He et al.'s fan-out
   normal, batch norms with weight 1 and bias 0, as torchvision does.
 - ``resnet50``: bottlenecks [3, 4, 6, 3]. ``resnet110``: [3, 4, 26, 3], the block counts of the
-  papers' "ResNet-110" (:mod:`calibnb.models.resnet`) on this stem: the paper's ImageNet rows
+  papers' "ResNet-110" (``calibnb.models.resnet``) on this stem: the paper's ImageNet rows
   name the same network as its CIFAR rows, and torchvision has no "ResNet-110" (its ResNet-101
   is [3, 4, 23, 3]; the choice is explained in ``nbs/reproducing.md``).
 - :class:`ImageNetDenseNet`: Huang et al. (2017), DenseNet-BC-121: a 7×7 stride-2 stem of 64

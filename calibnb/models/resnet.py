@@ -26,7 +26,7 @@ N(0, 2 / (k²·c_out)) (He et al.'s fan-out rule), batch norms with weight 1 and
 projection shortcuts are called ``downsample`` there and ``shortcut`` here.
 
 **ImageNet** (``image_size=224``): torchvision's ImageNet ResNet with the same block counts
-(:mod:`calibnb.models.imagenet`).
+(``calibnb.models.imagenet``).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class ResNet(nn.Module):
 def resnet50(num_classes: int = 10, in_channels: int = 3, image_size: int | None = None) -> nn.Module:
     """ResNet-50: bottlenecks [3, 4, 6, 3] (He et al. 2016), for 32×32 inputs, or 64×64
     (Tiny-ImageNet) with ``image_size=64``, or torchvision's ImageNet net with ``image_size=224``
-    (:mod:`calibnb.models.imagenet`)."""
+    (``calibnb.models.imagenet``)."""
     if image_size == IMAGENET_SIZE:
         return imagenet_resnet50(num_classes, in_channels)
     return ResNet((3, 4, 6, 3), num_classes, in_channels, image_size)

@@ -40,7 +40,7 @@ class TrainConfig:
     (Tiny-ImageNet, 20 Newsgroups) takes it, and ``val_size`` must equal its size. Text data sets
     (``20newsgroups``, ``ag_news``, ``finsen``) hold token ids and train a text model
     (``global_pooling_cnn``, with the GloVe vectors found beside the data, or ``bert``).
-    ImageNet streams from disk (:mod:`calibnb.train.streaming`): its validation and test sets
+    ImageNet streams from disk (``calibnb.train.streaming``): its validation and test sets
     are ``val_size`` and the rest of the published validation images (seed ``split_seed``),
     ``augment`` is its standard random-resized crop and flip, and ``workers`` (execution only;
     default ``min(8, cpu_count)``) is the number of ``DataLoader`` processes decoding its JPEGs.

@@ -13,7 +13,7 @@ So a GPU never waits for the host inside an epoch, and ``tests/test_train_host_r
 counts zero reads in :meth:`Trainer.step`.
 
 A data set too large for memory (ImageNet, a :class:`calibnb.data.StreamedDataset`) runs in the
-streaming mode instead (:mod:`calibnb.train.streaming`): its batches come from ``DataLoader``
+streaming mode instead (``calibnb.train.streaming``): its batches come from ``DataLoader``
 worker processes through pinned memory with non-blocking copies, its validation and test logits
 stream the same way, and a step still reads nothing back (``tests/test_train_streaming.py``).
 """

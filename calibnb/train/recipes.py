@@ -30,7 +30,7 @@ are not explicitly mentioned above are set to their default values in PyTorch": 
 *averaged* over the batch (PyTorch's default reduction; an lr of 0.01 on a summed loss would be
 an lr of 1.28 on the mean) and gradients are not clipped, as in PyTorch's ImageNet example,
 whose recipe this is with a tenth of its learning rate and half its batch.
-The text rows train the global-pooling CNN (:mod:`calibnb.models.text_cnn`) with Adam, lr 1e-3,
+The text rows train the global-pooling CNN (``calibnb.models.text_cnn``) with Adam, lr 1e-3,
 default betas (0.9, 0.999), no weight decay, 50 epochs, batch 128 (AdaFocal App. D: 118 batches
 an epoch of 15,098 messages; FCL §5: "The batch sizes are all set to 128"), the loss averaged over
 the batch and no gradient clipping (the TensorFlow code the papers adapt, ``20ng_mmce.py``,

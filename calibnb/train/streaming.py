@@ -6,7 +6,7 @@ training device; ImageNet's 1.28 M JPEGs (about 140 GB) do not fit, so :class:`S
 gives the loop the same interface over a :class:`calibnb.data.StreamedDataset`:
 
 - training batches come from a ``DataLoader`` over the training images, decoded, cropped and
-  flipped in ``workers`` processes (:mod:`calibnb.data.imagenet`), shuffled by a generator
+  flipped in ``workers`` processes (``calibnb.data.imagenet``), shuffled by a generator
   seeded by the run's seed and the epoch (so a resumed run draws the same batches), collated
   into pinned memory on CUDA and copied to the device with ``non_blocking=True``; the uint8
   pixels are normalised there. Nothing is read back from the device: a step stays host-free
