@@ -5,9 +5,6 @@ model alone and through the training notebook end to end."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,12 +13,12 @@ import torch
 pytest.importorskip("transformers", reason="the optional extra calibnb[text]")  # requirements-test.txt installs it
 
 from data_files import TEXT_WORDS, write_newsgroups  # noqa: E402
+from train_runs import run_train_notebook  # noqa: E402
 
 from calibnb.models import get_model  # noqa: E402
 from calibnb.models.bert import bert_tokenizer, encode_for_bert  # noqa: E402
 from calibnb.runs import load_logits  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = {"vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
         "intermediate_size": 32, "max_position_embeddings": 512}
 
@@ -53,11 +50,7 @@ def test_the_papers_bert_run_executes_end_to_end(tmp_path):
     params = {"dataset": "20newsgroups", "data_root": str(tmp_path / "data"), "verify_data": False,
               "model": "bert", "model_params": {"config": TINY, "vocab_file": str(vocab)},
               "recipe": "ghosh2022_bert", "epochs": 2, "val_size": 3, "loss": "adafocal", "progress": False}
-    command = [sys.executable, "-m", "calibnb", "run", str(ROOT / "nbs" / "train.md"), "--out", str(out)]
-    for key, value in params.items():
-        command += ["-p", key, json.dumps(value)]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_train_notebook(params, out, cwd=tmp_path)
     metrics = json.loads((out / "metrics.json").read_text())
     history = (out / "history.csv").read_text().splitlines()
     assert len(history) == 3 and metrics["selected_epoch"] in (1, 2)

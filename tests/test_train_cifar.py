@@ -12,17 +12,14 @@ scaling, the artifacts).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from data_files import write_cifar10
+from train_runs import run_train_notebook
 
 from calibnb.runs import load_logits
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
@@ -33,11 +30,7 @@ def test_the_papers_cifar_run_executes_end_to_end(tmp_path, loss):
     params = {"dataset": "cifar10", "data_root": str(tmp_path / "data"), "verify_data": False,
               "model": "resnet50", "recipe": "mukhoti2020", "loss": loss, "gamma": 5, "epochs": 1,
               "val_size": 50, "progress": False}
-    command = [sys.executable, "-m", "calibnb", "run", str(ROOT / "nbs" / "train.md"), "--out", str(out)]
-    for key, value in params.items():
-        command += ["-p", key, json.dumps(value)]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_train_notebook(params, out, cwd=tmp_path)
 
     metrics = json.loads((out / "metrics.json").read_text())
     history = (out / "history.csv").read_text().splitlines()

@@ -12,27 +12,20 @@ selection, evaluation, temperature and focal temperature scaling, the artifacts)
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from data_files import TEXT_WORDS, write_ag_news, write_finsen, write_glove, write_newsgroups
+from train_runs import run_train_notebook
 
 from calibnb.runs import load_logits
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_notebook(tmp_path, params):
-    out = tmp_path / "run"
-    command = [sys.executable, "-m", "calibnb", "run", str(ROOT / "nbs" / "train.md"), "--out", str(out)]
-    for key, value in {**params, "data_root": str(tmp_path / "data"), "verify_data": False,
-                       "model": "global_pooling_cnn", "epochs": 2, "progress": False}.items():
-        command += ["-p", key, json.dumps(value)]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = run_train_notebook({**params, "data_root": str(tmp_path / "data"), "verify_data": False,
+                              "model": "global_pooling_cnn", "epochs": 2, "progress": False},
+                             tmp_path / "run", cwd=tmp_path)
     metrics = json.loads((out / "metrics.json").read_text())
     history = (out / "history.csv").read_text().splitlines()
     assert len(history) == 3 and float(history[1].split(",")[1]) == 0.001  # two epochs at Adam's 1e-3

@@ -13,17 +13,14 @@ the artifacts).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from data_files import write_tiny_imagenet
+from train_runs import run_train_notebook
 
 from calibnb.runs import load_logits
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
@@ -35,11 +32,7 @@ def test_the_papers_tiny_imagenet_run_executes_end_to_end(tmp_path):
     params = {"dataset": "tiny_imagenet", "data_root": str(tmp_path / "data"), "verify_data": False,
               "model": "resnet50", "recipe": "ghosh2022_tiny_imagenet", "loss": "adafocal", "epochs": 2,
               "val_size": 6, "progress": False}
-    command = [sys.executable, "-m", "calibnb", "run", str(ROOT / "nbs" / "train.md"), "--out", str(out)]
-    for key, value in params.items():
-        command += ["-p", key, json.dumps(value)]
-    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_train_notebook(params, out, cwd=tmp_path)
 
     metrics = json.loads((out / "metrics.json").read_text())
     history = (out / "history.csv").read_text().splitlines()
