@@ -15,7 +15,12 @@ contents at both widths, and we check, as a reader would meet it (issue 27):
 - axe-core, the accessibility engine of browsers' developer tools (its experimental rules
   included), finds no serious or critical violation;
 - nothing is written to the browser console as an error, and no script raises;
-- the page has a description (``<meta name="description">``) for search engines and link previews.
+- the page has a description (``<meta name="description">``) for search engines and link previews;
+- every figure is a numbered figure ("Fig. 4.2") with a caption, and its alt text describes it
+  (not the image's file path);
+- a method chapter narrates: its visible code (code inputs and printed text, as high as they
+  stand on the page) is at most ``MAX_CODE_SHARE`` of the article's height, and it numbers at
+  least one display equation ("(4.1)") that its prose can refer to.
 
 axe-core comes from npm at a pinned version and sha256 (the Makefile's `$(AXE)`, as MathJax) and is
 injected from disk: no page of the published site carries it, and no test reaches the internet.
@@ -33,6 +38,9 @@ WIDTHS = [1280, 390]
 #: Every page of the table of contents (index.html only redirects to its root, book/intro).
 PAGES = toc_files()
 
+
+#: The largest share of a method chapter's height that its visible code may take (issue 27).
+MAX_CODE_SHARE = 0.30
 
 #: What a reader meets in the tables of a page: wrapped numbers and labels, words split across
 #: lines, index columns, tables that push the page wider than the screen. A cell's lines are the
@@ -118,6 +126,29 @@ PAGE_JS = r"""() => {
   };
 }"""
 
+#: How much of the article is code a reader sees (code inputs not behind a toggle, and printed
+#: text outputs), its figures with their numbers, captions and alt texts, and its numbered display
+#: equations. A figure is any image or interactive figure (``.explorable``) in the article.
+READING_JS = r"""() => {
+  const article = document.querySelector('main article') || document.querySelector('main') || document.body;
+  const shown = e => e.getClientRects().length > 0 && !e.closest('details:not([open])');
+  const height = e => e.getBoundingClientRect().height;
+  const code = [...article.querySelectorAll('.cell_input, .cell_output .output.stream, .cell_output .output.text_plain')]
+      .filter(shown).filter(e => !e.parentElement.closest('.cell_input, .output.stream, .output.text_plain'));
+  const figures = [...article.querySelectorAll('img, .explorable')].filter(e => !e.closest('.explorable') || e.matches('.explorable'))
+      .filter(e => !e.closest('.sidebar-logo, .navbar-brand, header')).map(e => {
+    const figure = e.closest('figure');
+    const number = figure && figure.querySelector('figcaption .caption-number');
+    const caption = figure && figure.querySelector('figcaption');
+    const alt = e.tagName === 'IMG' ? (e.getAttribute('alt') || '') : (e.getAttribute('aria-label') || '');
+    return {src: (e.getAttribute('src') || e.className).slice(-60), number: number ? number.innerText.trim() : null,
+            caption: caption ? caption.innerText.replace(number ? number.innerText : '', '').trim().length : 0, alt};
+  });
+  return {codeShare: code.reduce((s, e) => s + height(e), 0) / height(article),
+          equations: [...article.querySelectorAll('.math .eqno, span.eqno')].map(e => e.innerText.trim()),
+          figures};
+}"""
+
 #: axe-core over the whole page, its experimental rules (label-content-name-mismatch) enabled.
 AXE_JS = r"""async () => {
   const rules = Object.fromEntries(axe.getRules(['experimental']).map(r => [r.ruleId, {enabled: true}]));
@@ -142,7 +173,7 @@ def read_page(browser, server, page_name: str, width: int) -> dict:
         page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{page_name.replace('/', '_')}_{width}.png"), full_page=False)
-    found = page.evaluate(TABLES_JS) | page.evaluate(PAGE_JS)
+    found = page.evaluate(TABLES_JS) | page.evaluate(PAGE_JS) | page.evaluate(READING_JS)
     # the page's own errors; axe-core's requests (it re-reads @import-ed stylesheets relative to
     # the page, e.g. a 404 for basic.css) are not the page's
     found["console"] = list(console)
@@ -150,6 +181,21 @@ def read_page(browser, server, page_name: str, width: int) -> dict:
     found["axe"] = page.evaluate(AXE_JS)
     page.close()
     return found
+
+
+def figure_defects(figures: list[dict]) -> list[str]:
+    """What is wrong with a page's figures: each must be numbered, captioned (a sentence at least)
+    and described by its alt text, which is not a file path."""
+    defects = []
+    for figure in figures:
+        if not figure["number"]:
+            defects.append(f"{figure['src']}: no numbered caption")
+        elif figure["caption"] < 20:
+            defects.append(f"{figure['number']}: caption too short to say what to look at")
+        alt = figure["alt"].strip()
+        if len(alt) < 20 or re.search(r"[/\\]|\.(png|svg|jpe?g|gif)$", alt, re.IGNORECASE):
+            defects.append(f"{figure['number'] or figure['src']}: alt text {alt!r} does not describe the figure")
+    return defects
 
 
 def exercise_numbering_defects(chapter: str | None, titles: list[str]) -> list[str]:
@@ -185,6 +231,21 @@ def test_page_reads_on_a_laptop_and_a_phone(browser, server, page_name, width): 
         assert len(found["exercises"]) >= 3, f"{page_name} has exercises {found['exercises']}"
         assert found["chapter"], f"{page_name} has no chapter number in its title"
         assert not exercise_numbering_defects(found["chapter"], found["exercises"])
+        assert found["codeShare"] <= MAX_CODE_SHARE, (
+            f"{page_name}: visible code takes {found['codeShare']:.0%} of the page (at most {MAX_CODE_SHARE:.0%})")
+        assert found["equations"], f"{page_name} numbers no display equation"
+    assert not figure_defects(found["figures"]), f"figures: {figure_defects(found['figures'])}"
+
+
+def test_figure_rule():
+    """The rule the browser test applies to a page's figures."""
+    good = {"src": "a.png", "number": "Fig. 4.2", "caption": 80, "alt": "Reliability diagram of a ResNet-50"}
+    assert figure_defects([good]) == []
+    assert figure_defects([good | {"number": None}])  # an anonymous image
+    assert figure_defects([good | {"caption": 3}])  # "Fig. 4.2 ." says nothing
+    assert figure_defects([good | {"alt": "../_build/jupyter_execute/abc123.png"}])  # a path for alt text
+    assert figure_defects([good | {"alt": "figure_1_reliability.png"}])
+    assert figure_defects([good | {"alt": ""}])
 
 
 def test_exercise_numbering_rule():
