@@ -187,3 +187,20 @@ def test_verified_table_escapes_text_and_puts_the_test_behind_a_toggle():
         verified_table([])
     with pytest.raises(ValueError, match="test"):
         verified_table([("a claim of several words", "yes", "1", "holds", "")])
+
+
+def test_a_verified_record_collects_claims_and_refuses_an_unnamed_test():
+    from calibnb.analysis.tables import VerifiedRecord
+
+    record = VerifiedRecord()
+    record.add("Prop. 3: bounds for γ = 4", "T = 0.2 and 0.238", "0.200 and 0.238", "holds",
+               "tests/test_theory_focal.py::test_bounds")
+    record.add("Fig. 2: binary line", "0.95γ + 0.85", "0.951γ + 0.850", "holds", "tests/test_theory_focal.py")
+    assert len(record) == 2
+    html = record.table().to_html()
+    assert "Prop. 3: bounds for γ = 4" in html and "0.951γ + 0.850" in html
+    with pytest.raises(ValueError, match="test"):
+        record.add("a claim", "1", "1", "holds", "")
+    with pytest.raises(ValueError, match="status"):
+        record.add("a claim", "1", "1", None, "tests/x.py")
+    assert len(record) == 2

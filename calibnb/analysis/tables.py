@@ -318,3 +318,38 @@ def _test_toggle(test) -> str:
         return f"<code>{html.escape(path)}</code>"
     return (f"<details><summary><code>{html.escape(path)}</code></summary>"
             f"<code>{html.escape(function)}</code></details>")
+
+
+class VerifiedRecord:
+    """One chapter's record of what it verified, built as the chapter computes.
+
+    A chapter's hidden cells call :meth:`add` once per claim (the paper's statement, the paper's
+    value, ours, the status and the test that pins it); its "What we verified" section shows
+    :meth:`table`. The reader sees the mathematics and the results, and the bookkeeping stays one
+    click away.
+
+    Examples
+    --------
+    >>> record = VerifiedRecord()
+    >>> record.add("§3.1: minimiser at γ = 2", "around 0.62", "0.6250", "holds",
+    ...            "tests/test_theory_focal.py::test_minimiser")
+    >>> len(record)
+    1
+    """
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+
+    def add(self, claim, paper, ours, status, test) -> None:
+        """Record one claim: the columns of :data:`VERIFIED_COLUMNS`, in order."""
+        for name, value in (("claim", claim), ("status", status), ("test", test)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name}: expected a non-empty string, got {value!r}")
+        self.rows.append((claim, paper, ours, status, test))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def table(self):
+        """The chapter's "What we verified" table (:func:`verified_table`)."""
+        return verified_table(self.rows)
