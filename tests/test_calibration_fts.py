@@ -23,8 +23,12 @@ from calibnb.calibration._grid import (
     COMPILE_ABOVE,
     ROWS_PER_THREAD,
     FocalGrid,
+    _confidence_and_label,
     _focal_top_kernel,
     _fused_top_kernel,
+    _log_q_and_q,
+    _row_terms,
+    _shifted,
     batched_ece,
     fine_plan,
     power_plan,
@@ -300,6 +304,39 @@ def test_fused_kernel_equals_the_exact_kernel(k, gammas):
         exact = _focal_top_kernel(*args)
         for a, b in zip(fused, exact):
             torch.testing.assert_close(a, b, rtol=2e-14, atol=1e-300)
+
+
+def _plain_top_kernel(z, second, gap, top, y, temperature, g, dim=1):
+    """The eager kernel's formulas with a new array for every step (as they read in Eq. (1))."""
+    h = _shifted(z, second, top, dim)
+    e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
+    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
+    log_1mq = torch.log1p(-q)
+    x = torch.where(q > 0, q * log_q, 0.0) / (q - 1.0)
+    # log q − γ log(1 − q) and 1 + γ x as one fused step each (torch.add's alpha), as in the kernel
+    w_sum = torch.stack([(torch.add(log_q, log_1mq, alpha=-gamma).exp()
+                          / torch.add(torch.ones_like(x), x, alpha=gamma)).sum(dim=dim)
+                         for gamma in g.tolist()], dim=1)
+    return _confidence_and_label(w_sum, log_q, log_1mq, 1.0 - x, log1p_s, log_m, top, y, g, dim)
+
+
+@pytest.mark.parametrize("k", [3, 10, 100])
+def test_the_in_place_eager_kernel_is_the_plain_formulas_bit_for_bit(k):
+    """The eager kernel reuses its buffers and sets the top class by index; each value is still
+    the one the plain formulas give, to the last bit (saturated rows, ties and γ = −1 included)."""
+    rng = np.random.default_rng(k)
+    z, y = rng.normal(scale=4.0, size=(500, k)), rng.integers(0, k, 500)
+    z[0] = 900.0 * np.eye(k)[0]  # saturated: q underflows to 0 beside the top class
+    z[1] = 0.0  # every class tied
+    z[2, :2] = 7.0  # a tie at the top
+    grid = FocalGrid(z, y)
+    gammas = torch.tensor([-1.0, -0.5, 0.0, 0.05, 0.37, 1.0, 5.0], dtype=torch.float64)
+    for temperature in (0.01, 0.7, 3.0, 40.0):
+        t = torch.tensor(temperature, dtype=torch.float64)
+        for block in grid.blocks:
+            args = (*block, t, gammas, grid.class_dim)
+            for fast, plain in zip(_focal_top_kernel(*args), _plain_top_kernel(*args)):
+                torch.testing.assert_close(fast, plain, rtol=0, atol=0, equal_nan=False)
 
 
 @pytest.mark.parametrize("criterion", ["ece", "nll"])

@@ -250,27 +250,42 @@ def _focal_top_kernel(z, second, gap, top, y, temperature, g, dim=1):
     exponential per γ and class. The γ-free terms are computed once, then summed over the
     classes once per γ (:func:`_eager_weight_sums`). ``dim`` is the class axis of ``z``
     (1: ``z`` is (N, K); 0: (K, N)).
+
+    Eagerly each step is a pass over the block and each new array an allocation, so the γ-free
+    part works in place in five buffers: ``h / T`` becomes ``log q``, ``e`` becomes ``q``, and the
+    top class (``q = 0``) is set by index rather than by a mask over every class. Every value is
+    the one the plain formulas give, bit for bit (tested): only the buffers differ.
     """
-    h = _shifted(z, second, top, dim)
-    e, shift, log1p_s, log_m = _row_terms(h, gap, temperature, dim)
-    log_q, q = _log_q_and_q(e, h, shift, temperature, dim)
-    log_1mq = torch.log1p(-q)
-    x = torch.where(q > 0, q * log_q, 0.0).div_(q - 1.0)  # x = −q log q / (1 − q) = 1 − d
-    w_sum = _eager_weight_sums(q, log_q, log_1mq, x, g.tolist(), dim)  # g: on the host
-    return _confidence_and_label(w_sum, log_q, log_1mq, 1.0 - x, log1p_s, log_m, top, y,
-                                 g.to(z.device), dim)
+    top_index = top.unsqueeze(dim)
+    a = torch.sub(z, second.unsqueeze(dim)).scatter_(dim, top_index, -math.inf).div_(temperature)
+    e = torch.exp(a)                                      # exp(h / T), 0 at the top class
+    log_s = gap / temperature + torch.log(e.sum(dim=dim))
+    log1p_s = torch.log1p(torch.exp(log_s))
+    shift, log_m = gap / temperature - log1p_s, log_s - log1p_s
+    log_q = a.add_(shift.unsqueeze(dim))
+    q = e.mul_(torch.exp(shift).unsqueeze(dim))
+    log_1mq = torch.neg(q).log1p_()
+    buffer = torch.sub(q, 1.0)
+    x = torch.mul(q, log_q).scatter_(dim, top_index, 0.0).div_(buffer)  # −q log q / (1 − q) = 1 − d
+    w_sum = _eager_weight_sums(q, log_q, log_1mq, x, g.tolist(), dim, buffer)  # g: on the host
+    log_q_y, log_1mq_y, x_y = (torch.gather(t, dim, y.unsqueeze(dim)).reshape(-1, 1)
+                               for t in (log_q, log_1mq, x))
+    return _confidence_and_label(w_sum, log_q_y, log_1mq_y, 1.0 - x_y, log1p_s, log_m, top, y,
+                                 g.to(z.device), dim=None)
 
 
-def _eager_weight_sums(q, log_q, log_1mq, x, gammas: list, dim):
+def _eager_weight_sums(q, log_q, log_1mq, x, gammas: list, dim, weight):
     """``Σ_{k≠top} w_k`` (N, n_gammas) with ``w = exp(log q − γ log(1 − q)) / (1 + γ x)``, each γ
-    in four passes over two reused buffers (no allocation per γ: eagerly, the passes and the
-    allocator are the cost). ``1 + γ x`` equals Eq. (1)'s ``(1 + γ) − γ d``; at every class but
-    the top, ``x <= log 2`` and it is at least ``1 − log 2`` for γ >= −1."""
-    weight, denominator, ones = torch.empty_like(q), torch.empty_like(q), torch.ones_like(q)
+    in four passes over two buffers (``weight``, the caller's, and one more: no allocation per γ;
+    eagerly, the passes and the allocator are the cost). ``1 + γ x`` equals Eq. (1)'s
+    ``(1 + γ) − γ d``; at every class but the top, ``x <= log 2`` and it is at least
+    ``1 − log 2`` for γ >= −1."""
+    denominator = torch.empty_like(q)
+    one = torch.ones((), dtype=q.dtype, device=q.device)
     sums = []
     for gamma in gammas:
         torch.add(log_q, log_1mq, alpha=-gamma, out=weight).exp_()
-        torch.add(ones, x, alpha=gamma, out=denominator)
+        torch.add(one, x, alpha=gamma, out=denominator)
         sums.append(weight.div_(denominator).sum(dim=dim))
     return torch.stack(sums, dim=1)
 
