@@ -457,3 +457,21 @@ def test_focal_softmax_of_a_tensor_equals_numpy_on_adversarial_logits(device, ga
         assert got.device.type == device
         np.testing.assert_allclose(got.cpu().numpy(), focal_softmax(z, gamma, temperature),
                                    rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("n, k", [(50_000, 1000), (50_000, 362), (131_072 // 362 * 7 + 362, 362), (10_000, 100),
+                                  (1311 * 5 + 1, 100), (5000, 3), (4, 1000), (1, 10), (65_537 * 3 + 1, 2)])
+def test_grid_blocks_never_tie_rows_to_classes(n, k):
+    """The compiled kernel's dynamic shapes would recompile on a block of exactly K rows (duck
+    sizing) or of one row; the blocks avoid both whenever there is more than one block, and
+    cover the rows in order, each about BLOCK_ELEMENTS logits."""
+    from calibnb.calibration._grid import BLOCK_ELEMENTS, grid_blocks
+
+    blocks = grid_blocks(n, k)
+    assert blocks[0].start == 0 and blocks[-1].stop == n
+    assert all(a.stop == b.start for a, b in zip(blocks, blocks[1:]))
+    sizes = [b.stop - b.start for b in blocks]
+    assert max(sizes) <= max(2, BLOCK_ELEMENTS // k)
+    if len(blocks) > 1:
+        assert k not in sizes and 1 not in sizes, sizes
+        assert max(sizes) >= BLOCK_ELEMENTS // k - 8  # still about a cache's worth of logits

@@ -148,9 +148,18 @@ class FocalGrid:
 
 
 def grid_blocks(n: int, k: int) -> list:
-    """Slices of the ``n`` rows of (n, k) logits, about :data:`BLOCK_ELEMENTS` logits each (the
-    metrics' :func:`~calibnb.metrics.streaming.row_blocks` at the grid's cache-sized block)."""
-    return list(row_blocks(n, k, elements=BLOCK_ELEMENTS))
+    """Slices of the ``n`` rows of (n, k) logits, about :data:`BLOCK_ELEMENTS` logits each.
+
+    No block has exactly ``k`` rows or a single row when ``n`` has a choice: the compiled kernel
+    (``torch.compile(dynamic=True)``) gives two equal sizes one symbol ("duck sizing") and
+    specialises sizes 0 and 1, so such a block would recompile it (10–25 s) in the middle of a
+    fit. The block height goes down by one row until neither it nor the last block's is one of
+    those sizes.
+    """
+    rows = max(2, BLOCK_ELEMENTS // max(k, 1))
+    while rows > 2 and (rows == k or (n > rows and n % rows in (1, k))):
+        rows -= 1
+    return [slice(start, min(start + rows, n)) for start in range(0, n, rows)]
 
 
 def batched_ece(conf, correct, n_bins: int, binning: str) -> np.ndarray:
