@@ -215,7 +215,7 @@ def plot_two_moons(results: dict):
 
     The panels are stacked, one per run, in a figure 4.4 inches wide, so that on a phone (a
     column of about 360 px) the figure is shrunk by a fifth at most and its 11-point labels stay
-    above 9 points; on a laptop it is shown at its own size.
+    at 9 points or more; on a laptop it is shown at its own size.
     """
     n = len(results)
     fig, axes = plt.subplots(n, 1, figsize=(4.4, 2.9 * n + 0.2), squeeze=False)
@@ -225,10 +225,10 @@ def plot_two_moons(results: dict):
         ax.scatter(*res.x_train.T, c=res.y_train, cmap="coolwarm", s=6, edgecolors="none")
         ax.set(xticks=[], yticks=[])
         ax.set_title(f"{name}\ntrain accuracy {res.train_accuracy:.3f}, mean confidence {res.train_confidence:.3f}",
-                     fontsize=10)
+                     fontsize=11)
         bar = fig.colorbar(cs, ax=ax, shrink=0.9, ticks=[0.5, 0.75, 1.0])
-        bar.set_label("confidence", fontsize=10)
-        bar.ax.tick_params(labelsize=10)
+        bar.set_label("confidence", fontsize=11)
+        bar.ax.tick_params(labelsize=11)
     fig.tight_layout()
     return fig
 
