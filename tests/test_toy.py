@@ -69,6 +69,11 @@ def test_plot_two_moons_draws_one_panel_per_run():
     res = two_moons_experiment("cross_entropy", 0, **FAST)
     fig = plots_theory.plot_two_moons({"CE": res, "CE again": res})
     assert len(fig.axes) == 4  # two panels, two colour bars
+    # stacked, not side by side, in a figure a phone shrinks by a fifth at most (11-point labels)
+    first, second = fig.axes[0].get_position(), fig.axes[1].get_position()
+    assert second.y1 < first.y0 and abs(second.x0 - first.x0) < 1e-6
+    assert fig.get_size_inches()[0] <= 4.5
+    assert fig.axes[0].title.get_fontsize() >= 11
     plt.close(fig)
 
 
