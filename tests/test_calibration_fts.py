@@ -175,6 +175,22 @@ def test_line_search_is_three_m_evaluations_along_the_line():
         ece(line.predict_proba(z), y, 15, "mass"), abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_valley_of_the_surface_is_nearly_a_straight_line(seed):
+    """Komisarenko & Kull (2024), Fig. 8: the best T for each γ of the paper's grid lies close to
+    a straight line in γ (nbs/focal_temperature_scaling.md draws it for seed 0), rising with γ:
+    a larger γ sharpens more, so less sharpening by the temperature (a larger T) is left to do."""
+    from calibnb.synthetic import overconfident_logits
+
+    z, y, _ = overconfident_logits(2000, 10, seed=seed)
+    fts = FocalTemperatureScaling().fit(z, y)
+    best_t = fts.temperatures_[fts.scores_.argmin(axis=1)]
+    slope, intercept = np.polyfit(fts.gammas_, best_t, 1)
+    residual = best_t - (intercept + slope * fts.gammas_)
+    assert 1 - residual.var() / best_t.var() > 0.9
+    assert 0.2 < slope < 0.5 and 1.8 < intercept < 2.5  # the generator's factor 2 at γ = 0
+
+
 def test_saturated_validation_logits_stay_finite():
     z, y = overconfident(3, n=300)
     z[:100] *= 200.0  # logit gaps of hundreds: the authors' float32 map gives NaN here

@@ -23,6 +23,22 @@ def test_simplex_points_lie_inside_the_simplex():
     assert q.shape == (66, 3) and np.allclose(q.sum(axis=1), 1) and q.min() >= 1e-3 - 1e-12
 
 
+@pytest.mark.parametrize("size", [(2.0, 2.0), (4.6, 4.6)])
+def test_simplex_title_stands_clear_of_the_corner_names(size):
+    """The top corner's name ("class 3") sat under the title in the FTS chapter's figures."""
+    fig, axes = plt.subplots(2, 2, figsize=size)
+    for ax in axes.flat:
+        plots_simplex.plot_simplex_arrows(ax, plots_simplex.simplex_points(4),
+                                          plots_simplex.simplex_points(4), "TS, T = 0.66")
+    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    for ax in axes.flat:
+        title = ax.title.get_window_extent(renderer)
+        names = [t for t in ax.texts if t.get_text().startswith("class")]
+        assert len(names) == 3 and all(t.get_fontsize() >= 9 for t in names)
+        assert not any(title.overlaps(t.get_window_extent(renderer)) for t in names)
+
+
 @pytest.mark.parametrize(
     "draw, n_axes",
     [
