@@ -42,6 +42,8 @@ __all__ = ["Explorable", "focal_map", "reliability_under_temperature", "fts_vall
 
 #: Significant digits of every number a figure carries (its weight on the page).
 DIGITS = 5
+#: The prediction whose calibrated value :func:`focal_map` marks and reads out.
+MARKED_Q = 0.6
 #: The most frames one figure may hold: a slider with more steps is no longer moved step by step.
 MAX_FRAMES = 201
 
@@ -166,21 +168,21 @@ def focal_map(gammas=np.round(np.arange(0, 51) * 0.1, 10), n_points: int = 121, 
     for gamma in gammas:
         t_low, t_high = temperature_bounds(gamma)
         mapped = binary_focal_calibration(q, gamma)
-        at = float(binary_focal_calibration(0.8, gamma))
+        at = float(binary_focal_calibration(MARKED_Q, gamma))
         frames.append({
-            "readout": (f"γ = {gamma:g}: p̂(0.8) = {at:.3f}; the map lies between temperature "
+            "readout": (f"γ = {gamma:g}: p̂({MARKED_Q:g}) = {at:.3f}; the map lies between temperature "
                         f"scaling with T = {t_low:.3f} and T = {t_high:.3f}"),
             "layers": [
                 {"kind": "line", "x": "q", "y": _rounded(expit(s / t_low)), "style": "bound"},
                 {"kind": "line", "x": "q", "y": _rounded(expit(s / t_high)), "style": "bound2"},
                 {"kind": "line", "x": "q", "y": _rounded(mapped), "style": "main"},
-                {"kind": "points", "x": [0.8], "y": _rounded([at]), "style": "marker"},
+                {"kind": "points", "x": [MARKED_Q], "y": _rounded([at]), "style": "marker"},
             ],
         })
     return Explorable(
         label=("The binary focal calibration map p-hat of q for a focal-loss parameter gamma chosen "
                "with the slider, drawn between the two temperature-scaling maps of Proposition 3; "
-               "the readout gives p-hat(0.8) and the two temperatures."),
+               f"the readout gives p-hat({MARKED_Q:g}) and the two temperatures."),
         parameter="γ", values=_rounded(gammas), frames=frames,
         initial=_initial(gammas, initial, "initial"),
         axes={"x": _unit_axis("predicted probability q"), "y": _unit_axis("calibrated probability p̂(q)")},

@@ -25,7 +25,7 @@ STATE_JS = r"""(root) => ({
   valuetext: root.querySelector('input[type=range]').getAttribute('aria-valuetext'),
   drawing: root.querySelector('.explorable-plot svg') ? root.querySelector('.explorable-plot svg').innerHTML : '',
   paths: root.querySelectorAll('.explorable-plot svg path, .explorable-plot svg rect, .explorable-plot svg circle').length,
-  figure: (root.closest('figure') && root.closest('figure').querySelector('figcaption .caption-number') || {}).innerText || null,
+  figure: ((root.closest("figure") && root.closest("figure").querySelector("figcaption .caption-number") || {}).innerText || "").trim() || null,
   width: root.getBoundingClientRect().width,
   column: (root.closest('figure') || root.parentElement).getBoundingClientRect().width,
 })"""

@@ -70,6 +70,9 @@ def test_focal_map_frames_are_the_theory_maps():
         np.testing.assert_allclose(layer(frame, "line", "bound")["y"], expit(s / t_low), rtol=RTOL, atol=1e-12)
         np.testing.assert_allclose(layer(frame, "line", "bound2")["y"], expit(s / t_high), rtol=RTOL, atol=1e-12)
         assert f"T = {t_low:.3f}" in frame["readout"] and f"T = {t_high:.3f}" in frame["readout"]
+        marked = binary_focal_calibration(explorable.MARKED_Q, gamma)
+        assert layer(frame, "points", "marker")["y"] == [pytest.approx(marked, rel=RTOL)]
+        assert f"p̂({explorable.MARKED_Q:g}) = {marked:.3f}" in frame["readout"]
     # Proposition 3 in the frames: above 1/2 the map lies between the two temperature maps
     upper = q > 0.5
     frame = spec["frames"][3]
