@@ -4,10 +4,12 @@ The book is a static site, read without a kernel and without the internet, so a 
 moves cannot compute anything in the reader's browser. Each function here computes every frame
 in Python with calibnb (the numbers the prose and the tests rely on) and returns an
 :class:`Explorable`, whose HTML (``_repr_html_``, a notebook cell's output) carries the frames
-as JSON beside a labelled range input and a readout. ``_static/explorable.js``, served by the
-book itself, draws the current frame as SVG and switches frames as the slider moves; it only
-displays. A chapter shows one in a numbered figure through MyST-NB's ``mystnb: figure``
-metadata on the cell.
+as JSON beside a labelled range input and a readout, followed by the viewer
+(``calibnb/_viewer/explorable.js`` and ``.css``, written into the output): it draws the current
+frame as SVG and switches frames as the slider moves; it only displays. The output needs nothing
+else, so the figure moves in the built book offline, in a notebook, and in a saved page alike.
+A chapter shows one in a numbered figure through MyST-NB's ``mystnb: figure`` metadata on the
+cell.
 
 - :func:`focal_map` — the binary focal calibration map of Komisarenko & Kull (2024, Prop. 2)
   as γ moves, between Proposition 3's two temperature-scaling maps;
@@ -24,11 +26,13 @@ an array of the figure's ``grids``. Numbers are written to :data:`DIGITS` signif
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy.special import expit, logit, softmax
@@ -40,6 +44,8 @@ from .theory import binary_focal_calibration, temperature_bounds
 
 __all__ = ["Explorable", "focal_map", "reliability_under_temperature", "fts_valley", "DIGITS"]
 
+#: The viewer's script and style sheet, package data written into every figure's HTML.
+VIEWER = Path(__file__).with_name("_viewer")
 #: Significant digits of every number a figure carries (its weight on the page).
 DIGITS = 5
 #: The prediction whose calibrated value :func:`focal_map` marks and reads out.
@@ -98,6 +104,7 @@ class Explorable:
     def _repr_html_(self) -> str:
         data = json.dumps(self.spec(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         data = data.replace("</", "<\\/")  # no "</script>" can end the data early
+        script, style = viewer()
         ident = "explorable-" + hashlib.sha1(data.encode()).hexdigest()[:12]
         first = self.frames[self.initial]["readout"]
         return (
@@ -110,6 +117,7 @@ class Explorable:
             f'<output for="{ident}" aria-live="polite">{html.escape(first)}</output>'
             f"</div>"
             f'<script type="application/json" class="explorable-data">{data}</script>'
+            f"<style>{style}</style><script>{script}</script>"
             f"</div>"
         )
 
@@ -118,6 +126,15 @@ class Explorable:
 
     def __repr__(self) -> str:
         return f"<Explorable {self.label!r}: {len(self.frames)} frames of {self.parameter}>"
+
+
+@functools.cache
+def viewer() -> tuple[str, str]:
+    """The viewer's script and style sheet (``calibnb/_viewer/``), as a figure's HTML embeds them."""
+    script, style = ((VIEWER / f"explorable.{ext}").read_text(encoding="utf-8") for ext in ("js", "css"))
+    if "</" in script or "</" in style:  # inline, "</script>" or "</style>" would end them early
+        raise ValueError(f"{VIEWER}: the viewer must not contain '</'")
+    return script, style
 
 
 def _initial(values: np.ndarray, at: float, name: str) -> int:

@@ -5,13 +5,18 @@ and 390 px: every ``.explorable`` is drawn (an SVG with its axes and data) insid
 figure; moving its slider by keyboard (End, Home, arrows) and by setting its value changes the
 readout, the slider's ``aria-valuetext`` and the drawing; the reliability diagram's readout gives
 a different ECE at each end of the temperature range; nothing is written to the console as an
-error; the page requests nothing from outside the site; and the figures' JSON adds less than
-:data:`MAX_ADDED_BYTES` to the page.
+error; the page requests nothing from outside the site; and the figures' HTML adds less than
+:data:`MAX_ADDED_BYTES` to the page. A figure's output carries its own viewer, so it also moves
+on a bare page and when a notebook front end inserts it as JupyterLab does (``innerHTML``, then
+each script re-created, before the output is attached to the page).
 """
 
 import re
 
+import numpy as np
 import pytest
+
+from calibnb import explorable
 
 from test_browser import HTML, browser, server  # noqa: F401 (fixtures)
 
@@ -42,10 +47,10 @@ def test_explorable_pages_carry_little():
         if not (HTML / f"{page}.html").exists():
             pytest.fail(f"{HTML}/{page}.html does not exist: run `make book` first")
         text = (HTML / f"{page}.html").read_text()
-        blocks = re.findall(r'<script type="application/json" class="explorable-data">(.*?)</script>', text, re.S)
+        blocks = re.findall(r'<div class="explorable".*?</script><style>.*?</style><script>.*?</script></div>', text, re.S)
         assert len(blocks) == count, f"{page}: {len(blocks)} explorable figures, expected {count}"
         added = sum(len(b.encode()) for b in blocks)
-        assert added < MAX_ADDED_BYTES, f"{page}: explorable data add {added} bytes"
+        assert added < MAX_ADDED_BYTES, f"{page}: explorable figures add {added} bytes"
 
 
 @pytest.mark.browser
@@ -95,3 +100,51 @@ def test_explorable_figures_move(browser, server, page_name, width):  # noqa: F8
     page.close()
     assert not console, f"console errors: {console}"
     assert not outside, f"requests outside the site: {outside}"
+
+
+#: A notebook front end's way of showing an HTML output: JupyterLab sets the output's innerHTML
+#: (whose scripts do not run), re-creates each script so that it runs, and attaches the output.
+NOTEBOOK_JS = r"""(output) => {
+  const host = document.createElement('div');
+  host.innerHTML = output;
+  host.querySelectorAll('script').forEach(old => {
+    const s = document.createElement('script');
+    [...old.attributes].forEach(a => s.setAttribute(a.name, a.value));
+    s.textContent = old.textContent;
+    old.replaceWith(s);
+  });
+  document.body.appendChild(host);
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("how", ["page", "notebook"])
+def test_a_figure_moves_outside_the_book(browser, how):  # noqa: F811
+    """Two figures' outputs on a page without the book's scripts: each draws and moves."""
+    outputs = [explorable.focal_map([0.0, 1.0, 2.0, 3.0], n_points=21, initial=0.0)._repr_html_(),
+               explorable.focal_map(np.arange(6.0), n_points=31, initial=5.0)._repr_html_()]
+    page = browser.new_page(viewport={"width": 800, "height": 900})
+    console = []
+    page.on("console", lambda m: m.type == "error" and console.append(m.text))
+    page.on("pageerror", lambda e: console.append(str(e)))
+    if how == "page":
+        page.set_content(f"<!doctype html><html lang='en'><title>t</title><body>{''.join(outputs)}</body></html>")
+    else:
+        page.set_content("<!doctype html><html lang='en'><title>t</title><body></body></html>")
+        for output in outputs:
+            page.evaluate(NOTEBOOK_JS, output)
+    roots = page.locator(".explorable")
+    assert roots.count() == 2
+    for i in range(2):
+        root = roots.nth(i)
+        before = root.evaluate(STATE_JS)
+        assert before["paths"] > 5, f"figure {i} was not drawn ({how})"
+        slider = root.locator("input[type=range]")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if i else "ArrowRight")
+        after = root.evaluate(STATE_JS)
+        assert after["readout"] != before["readout"] and after["drawing"] != before["drawing"]
+        assert after["readout"].startswith("γ = 1:" if i == 0 else "γ = 4:")
+    assert page.evaluate("() => document.querySelectorAll('.explorable-plot svg').length") == 2  # once each
+    page.close()
+    assert not console, f"console errors: {console}"

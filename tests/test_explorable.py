@@ -2,7 +2,7 @@
 an accessible slider over JSON data that a static page can show, and bad input is refused by name.
 
 The browser side (the slider moves, the readout and the drawing follow, no console error) is
-tests/test_browser_explorable.py, on the built book."""
+tests/test_browser_explorable.py, on the built book and on a bare page holding one figure."""
 
 import html
 import json
@@ -133,7 +133,11 @@ def test_html_is_an_accessible_slider_with_a_readout():
     assert f'<label for="{ident}">γ</label>' in page
     assert f'<output for="{ident}" aria-live="polite">{html.escape(figure.frames[1]["readout"])}</output>' in page
     assert 'aria-valuetext="γ = 1"' in page
-    assert page.count("</script>") == 1  # data only: the drawing is _static/explorable.js
+    # the data, then the viewer that draws them (the same in every figure), and nothing else
+    script, style = explorable.viewer()
+    assert page.count("</script>") == 2
+    assert page.endswith(f"<style>{style}</style><script>{script}</script></div>")
+    assert "calibnbExplorable" in script and ".explorable-plot" in style
     assert figure._repr_html_() == page  # the same figure, the same HTML (a stable cache key)
 
 
@@ -142,7 +146,7 @@ def test_data_cannot_close_its_script_element():
     figure.label = "a label with </script><script>alert(1)</script> in it"
     figure.frames[0]["readout"] = "</script>"
     page = figure._repr_html_()
-    assert page.count("</script>") == 1
+    assert page.count("</script>") == 2  # the data's and the viewer's
     assert data_of(figure)["frames"][0]["readout"] == "</script>"
 
 
