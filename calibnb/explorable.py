@@ -42,7 +42,7 @@ from ._validation import check_choice, check_int, check_logits_labels, check_n_b
 from .metrics import ece, reliability_table
 from .theory import binary_focal_calibration, temperature_bounds
 
-__all__ = ["Explorable", "focal_map", "reliability_under_temperature", "fts_valley", "DIGITS"]
+__all__ = ["Explorable", "focal_map", "reliability_under_temperature", "fts_valley", "viewer", "DIGITS", "MARKED_Q"]
 
 #: The viewer's script and style sheet, package data written into every figure's HTML.
 VIEWER = Path(__file__).with_name("_viewer")
