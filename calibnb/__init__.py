@@ -29,7 +29,9 @@ Layers, each importing only from the layers above it (the chapters import from a
                                          folders, notebook execution, sweeps, reading runs back
     analysis                             what the chapters show from the runs: tables, claims,
                                          the papers beside ours, verdicts (writes nothing)
-    plots, plots_simplex, plots_theory   figures
+    plots, plots_simplex, plots_theory, explorable
+                                         figures; figures a reader moves (precomputed frames
+                                         behind a slider, for the static book)
     calibrate_model                      one call from a model's logits to a chosen, saved
                                          calibrator (``calibnb.calibrate``)
     __main__                             the command line

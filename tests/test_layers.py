@@ -17,7 +17,7 @@ LAYERS = [
     {"train"},
     {"theory", "runs"},
     {"analysis"},
-    {"plots", "plots_simplex", "plots_theory"},
+    {"plots", "plots_simplex", "plots_theory", "explorable"},
     {"calibrate_model"},
     {"__main__", "__init__"},
 ]
