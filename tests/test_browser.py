@@ -97,7 +97,10 @@ DEFECTS_JS = r"""() => {
   const tableBox = e => e.matches('div.output.text_html') && e.querySelector('table');
   const wide = [...main.querySelectorAll('.cell_output, .cell_output *, pre')].filter(e =>
       e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2 && getComputedStyle(e).overflowX !== 'visible'
-      && !e.closest('details:not([open])') && !tableBox(e) && !e.closest('table'));
+      && !e.closest('details:not([open])') && !tableBox(e) && !e.closest('table')
+      // inline math (a γ in a caption) overhangs its box by an italic's few pixels: nothing is hidden
+      && !(e.matches('span.math, span.math *, mjx-container:not([display="true"]), mjx-container:not([display="true"]) *')
+           && e.scrollWidth <= e.clientWidth + 6));
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
   const dollars = [];
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {

@@ -20,7 +20,8 @@ contents at both widths, and we check, as a reader would meet it (issue 27):
   (not the image's file path);
 - a method chapter narrates: its visible code (code inputs and printed text, as high as they
   stand on the page) is at most ``MAX_CODE_SHARE`` of the article's height, and it numbers at
-  least one display equation ("(4.1)") that its prose can refer to.
+  least one display equation ("(4.1)") that its prose can refer to;
+- on a laptop no display equation is wider than the column (cut off after "conf(", or scrolling).
 
 axe-core comes from npm at a pinned version and sha256 (the Makefile's `$(AXE)`, as MathJax) and is
 injected from disk: no page of the published site carries it, and no test reaches the internet.
@@ -144,7 +145,11 @@ READING_JS = r"""() => {
     return {src: (e.getAttribute('src') || e.className).slice(-60), number: number ? number.innerText.trim() : null,
             caption: caption ? caption.innerText.replace(number ? number.innerText : '', '').trim().length : 0, alt};
   });
-  return {codeShare: code.reduce((s, e) => s + height(e), 0) / height(article),
+  // a display equation wider than the column is cut off or scrolls: on a laptop it must fit
+  const wideEquations = [...article.querySelectorAll('div.math, mjx-container[display="true"]')].filter(shown)
+      .filter(e => e.scrollWidth > e.clientWidth + 1)
+      .map(e => `${(e.closest('[id]') || e).id || e.textContent.slice(0, 40)}: ${e.scrollWidth} > ${e.clientWidth} px`);
+  return {codeShare: code.reduce((s, e) => s + height(e), 0) / height(article), wideEquations,
           equations: [...article.querySelectorAll('.math .eqno, span.eqno')].map(e => e.innerText.trim()),
           figures};
 }"""
@@ -235,6 +240,8 @@ def test_page_reads_on_a_laptop_and_a_phone(browser, server, page_name, width): 
             f"{page_name}: visible code takes {found['codeShare']:.0%} of the page (at most {MAX_CODE_SHARE:.0%})")
         assert found["equations"], f"{page_name} numbers no display equation"
     assert not figure_defects(found["figures"]), f"figures: {figure_defects(found['figures'])}"
+    if width >= 1280:
+        assert not found["wideEquations"], f"display equations wider than the column: {found['wideEquations']}"
 
 
 def test_figure_rule():
