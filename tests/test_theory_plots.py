@@ -52,3 +52,69 @@ def test_dual_focal_slice_shows_the_tie_below_the_curve():
     fig = plots_theory.plot_dual_focal_risk_slice()
     curve, tie = fig.axes[0].lines[:2]
     assert tie.get_ydata()[0] < curve.get_ydata().min() - 0.01
+
+
+def _adafocal_figures():
+    """The two AdaFocal figures on a deterministic stand-in for the chapter's runs."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    bins = pd.RangeIndex(15)
+    gaps = pd.DataFrame(rng.normal(0, 0.06, (3, 15)), index=[0.0, 1.0, 3.0], columns=bins)
+    tables = {}
+    for g in (0.0, 3.0, 5.0):
+        val = np.sort(rng.uniform(0.5, 1.0, 15))
+        tables[g] = pd.DataFrame({"train_confidence": val - 0.01, "val_confidence": val}, index=bins)
+    return plots_theory.plot_per_bin_gaps(gaps), plots_theory.plot_train_val_confidence(tables)
+
+
+def _readability_defects(fig, min_points=9.0):
+    """What a reader of ``fig`` at its own size could not read: text smaller than ``min_points``,
+    a legend drawn over a data point of a curve, labels above the axes overlapping each other."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    defects = []
+    for text in fig.findobj(matplotlib.text.Text):
+        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < min_points:
+            defects.append(f"{text.get_text()!r} at {text.get_fontsize():g} pt")
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        for line in ax.lines:
+            points = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+            inside = (box.x0 <= points[:, 0]) & (points[:, 0] <= box.x1) & (box.y0 <= points[:, 1]) & (points[:, 1] <= box.y1)
+            if len(points) > 2 and inside.any():
+                defects.append(f"the legend covers {inside.sum()} points of {line.get_label()!r}")
+        labels = [t.get_window_extent(renderer) for t in ax.texts if t.get_text().strip()]
+        for i, a in enumerate(labels):
+            defects.extend(f"labels {i} and {j} overlap" for j, b in enumerate(labels[i + 1:], i + 1) if a.overlaps(b))
+    return defects
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: plots_theory.plot_dfl_phi(1.0, 0.3),
+        lambda: plots_theory.plot_dual_focal_risk_slice(),
+        lambda: _adafocal_figures()[0],
+        lambda: _adafocal_figures()[1],
+    ],
+    ids=["dfl_phi", "dfl_risk_slice", "adafocal_gaps", "adafocal_train_val"],
+)
+def test_adafocal_and_dual_focal_figures_are_readable(draw):
+    """Issue 27: the AdaFocal and DFL figures' legends and labels are at least 9 pt at the size
+    the book shows them, no legend hides a curve's data, and DFL's landmark names do not
+    collide; the figures fit the text column."""
+    fig = draw()
+    assert fig.get_figwidth() <= 7.0
+    assert _readability_defects(fig) == []
+
+
+def test_the_readability_rule_finds_small_text_and_a_covering_legend():
+    fig, ax = plt.subplots()
+    ax.plot(np.linspace(0, 1, 50), np.full(50, 0.5), label="data")
+    ax.legend(loc="center", fontsize=7)
+    defects = _readability_defects(fig)
+    assert any("7 pt" in d for d in defects) and any("covers" in d for d in defects)
