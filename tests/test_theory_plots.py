@@ -68,15 +68,25 @@ def _adafocal_figures():
     return plots_theory.plot_per_bin_gaps(gaps), plots_theory.plot_train_val_confidence(tables)
 
 
-def _readability_defects(fig, min_points=9.0):
-    """What a reader of ``fig`` at its own size could not read: text smaller than ``min_points``,
-    a legend drawn over a data point of a curve, labels above the axes overlapping each other."""
+#: The width of the book's text column on a 390-px phone, in CSS pixels (measured in Chromium).
+PHONE_COLUMN_PX = 342
+
+
+def _readability_defects(fig, column_px=PHONE_COLUMN_PX):
+    """What a reader of ``fig`` on a phone could not read, the figure shrunk to the ``column_px``
+    wide column (if wider): a label or legend below 9 points, a tick label below 8, a legend drawn
+    over a data point of a curve, or labels in the axes overlapping each other."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
+    scale = min(1.0, column_px / (fig.get_figwidth() * fig.dpi))
+    ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()}
     defects = []
     for text in fig.findobj(matplotlib.text.Text):
-        if text.get_visible() and text.get_text().strip() and text.get_fontsize() < min_points:
-            defects.append(f"{text.get_text()!r} at {text.get_fontsize():g} pt")
+        if not (text.get_visible() and text.get_text().strip()):
+            continue
+        smallest = 8.0 if id(text) in ticks else 9.0
+        if text.get_fontsize() * scale < smallest - 1e-9:
+            defects.append(f"{text.get_text()!r} at {text.get_fontsize() * scale:.1f} pt on a phone")
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None:
@@ -104,17 +114,21 @@ def _readability_defects(fig, min_points=9.0):
     ids=["dfl_phi", "dfl_risk_slice", "adafocal_gaps", "adafocal_train_val"],
 )
 def test_adafocal_and_dual_focal_figures_are_readable(draw):
-    """Issue 27: the AdaFocal and DFL figures' legends and labels are at least 9 pt at the size
-    the book shows them, no legend hides a curve's data, and DFL's landmark names do not
-    collide; the figures fit the text column."""
+    """Issue 27: the AdaFocal and DFL figures read on a 390-px phone as well as on a laptop:
+    drawn at most plots_theory.PHONE_WIDTH wide, their legends and labels are at least 9 pt even
+    shrunk to the phone's column, no legend hides a curve's data, and DFL's landmark names do
+    not collide."""
     fig = draw()
-    assert fig.get_figwidth() <= 7.0
+    assert fig.get_figwidth() <= plots_theory.PHONE_WIDTH
     assert _readability_defects(fig) == []
 
 
 def test_the_readability_rule_finds_small_text_and_a_covering_legend():
-    fig, ax = plt.subplots()
+    fig, ax = plt.subplots(figsize=(3.4, 3.0))  # narrower than a phone's column: shown at its size
     ax.plot(np.linspace(0, 1, 50), np.full(50, 0.5), label="data")
     ax.legend(loc="center", fontsize=7)
     defects = _readability_defects(fig)
-    assert any("7 pt" in d for d in defects) and any("covers" in d for d in defects)
+    assert any("7.0 pt" in d for d in defects) and any("covers" in d for d in defects)
+    fig = plt.figure(figsize=(7.0, 3.0))  # 10-point text shrunk from 700 to 342 px: 4.9 pt
+    fig.text(0.5, 0.5, "a label")
+    assert _readability_defects(fig) == ["'a label' at 4.9 pt on a phone"]
