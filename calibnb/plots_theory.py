@@ -168,19 +168,47 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     return fig
 
 
+#: A figure drawn for a phone as well as a laptop is at most ``PHONE_WIDTH`` inches wide (450 px
+#: at matplotlib's 100 dpi): the book shows it at its own size in its 688-px column and shrinks it
+#: to about 342 px on a 390-px phone, where its ``TEXT_POINTS`` legends and labels still read as
+#: 9 points and its ``TICK_POINTS`` tick labels as 8.
+PHONE_WIDTH = 4.5
+TEXT_POINTS = 12
+TICK_POINTS = 11
+
+
+def readable_axes(*axes):
+    """Set the tick labels of ``axes`` to :data:`TICK_POINTS` and their axis labels and titles to
+    :data:`TEXT_POINTS` (legends and annotations take ``fontsize=TEXT_POINTS`` where drawn).
+    Sizes are set on the artists, not through ``rcParams``, so the figure shows inline in a
+    notebook whatever the backend's state."""
+    for ax in axes:
+        ax.tick_params(labelsize=TICK_POINTS)
+        for text in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            text.set_fontsize(TEXT_POINTS)
+
+
 def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
-    """Tao et al. (2023) Fig. 1: phi of FL and DFL with the landmarks v_m, v' and v_uc."""
+    """Tao et al. (2023) Fig. 1: phi of FL and DFL with the landmarks v_m, v' and v_uc.
+
+    The landmarks are dotted vertical lines named above the axes (horizontal text), so no label
+    crosses a curve; the legend sits in the lower left, below both curves. Drawn at
+    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
     v = np.linspace(1e-4, 1, 500)
     fl, dfl = theory.phi_landmarks(gamma, 0.0), theory.phi_landmarks(gamma, C)
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
-    ax.plot(v, theory.fl_phi(v, gamma), label="FL")
-    ax.plot(v, theory.dfl_phi(v, gamma, C), label=f"DFL, C = {C:g}")
-    for name, x, color in (("v_m", dfl["v_m"], "gray"), ("v′ (FL)", fl["v_uc"], "C0"), ("v_uc (DFL)", dfl["v_uc"], "C1")):
-        ax.axvline(x, ls=":", color=color)
-        ax.annotate(name, (x, 0.05), rotation=90, fontsize=8, color=color)
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
+    ax.plot(v, theory.fl_phi(v, gamma), label=f"FL, γ = {gamma:g}")
+    ax.plot(v, theory.dfl_phi(v, gamma, C), label=f"DFL, γ = {gamma:g}, C = {C:g}")
     ax.axhline(1.0, lw=0.6, color="gray")
-    ax.set(xlabel="v = q*_m", ylabel="φ(v)", title=f"γ = {gamma:g}")
-    ax.legend()
+    landmarks = ((r"$v^m$", dfl["v_m"], "dimgray"), (r"$v'$ (FL)", fl["v_uc"], "C0"),
+                 (r"$v^{uc}$ (DFL)", dfl["v_uc"], "C1"))
+    for name, x, color in landmarks:
+        ax.axvline(x, ls=":", color=color)
+        ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3),
+                    textcoords="offset points", ha="center", va="bottom", color=color, fontsize=TEXT_POINTS)
+    ax.set(xlabel=r"$v = q^*_m$, the top probability", ylabel=r"$\phi(v)$")
+    ax.legend(loc="lower left", fontsize=TEXT_POINTS)
+    readable_axes(ax)
     fig.tight_layout()
     return fig
 
@@ -191,19 +219,24 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     With the dual defined as the largest probability *strictly* below the target's, the risk
     drops where the two small classes tie (``a = (1 - top) / 2``): the isolated point below the
     curve is the minimiser, so the two classes get equal probability although ``eta`` differs.
+    The curve is drawn in two pieces, left and right of the tie, where it jumps. Drawn at
+    :data:`PHONE_WIDTH` with :func:`readable_axes`.
     """
     eta = np.asarray(eta, dtype=float)
     rest = 1.0 - top
     a = np.linspace(0.02 * rest, 0.98 * rest, 801)
     a = a[np.abs(a - rest / 2) > 1e-12]
     q = np.stack([a, rest - a, np.full_like(a, top)], axis=1)
+    risk = theory.dual_focal_risk(q, eta, gamma)
     tie = np.array([[rest / 2, rest / 2, top]])
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
-    ax.plot(a, theory.dual_focal_risk(q, eta, gamma), label="untied q")
-    ax.plot([rest / 2], theory.dual_focal_risk(tie, eta, gamma), "o", color="C3", label="q_0 = q_1 (tie)")
-    ax.set(xlabel="q_0 (with q_1 = 1 − q_2 − q_0)", ylabel="conditional risk",
-           title=f"dual focal loss, γ = {gamma:g}, q_2 = {top:.3f}")
-    ax.legend(fontsize=8)
+    left = a < rest / 2
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
+    ax.plot(a[left], risk[left], color="C0", label="untied predictions")
+    ax.plot([rest / 2], theory.dual_focal_risk(tie, eta, gamma), "o", color="C3", label=r"the tie $q_0 = q_1$")
+    ax.plot(a[~left], risk[~left], color="C0")
+    ax.set(xlabel=rf"$q_0$ (with $q_2 = {top:.3f}$)", ylabel=f"risk of DFL, γ = {gamma:g}")
+    ax.legend(loc="upper right", fontsize=TEXT_POINTS)
+    readable_axes(ax)
     fig.tight_layout()
     return fig
 
@@ -235,14 +268,19 @@ def plot_two_moons(results: dict):
 
 def plot_per_bin_gaps(gaps):
     """Ghosh et al. Fig. 1(b) at the end of training: ``C_val,b - A_val,b`` per equal-mass bin,
-    one line per run (a row of :func:`calibnb.theory.per_bin_gaps`)."""
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    for name, row in gaps.iterrows():
-        ax.plot(row.index, row.to_numpy(), "o-", ms=4, label=f"γ = {name:g}" if not isinstance(name, str) else name)
+    one line per run (a row of :func:`calibnb.theory.per_bin_gaps`), told apart by colour and
+    marker; the legend stands above the axes, clear of the data. Drawn at :data:`PHONE_WIDTH`
+    with :func:`readable_axes`."""
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
+    for k, (name, row) in enumerate(gaps.iterrows()):
+        ax.plot(row.index, row.to_numpy(), marker="osD^v"[k % 5], ms=5, color=f"C{k}",
+                label=f"γ = {name:g}" if not isinstance(name, str) else name)
     ax.axhline(0, color="black", lw=0.8)
-    ax.set(xlabel="validation bin (15 equal-mass bins, low → high confidence)", ylabel="$C_{val} - A_{val}$",
-           xticks=list(gaps.columns))
-    ax.legend(fontsize=8)
+    ax.set(xlabel="validation bin (low → high confidence)",
+           ylabel=r"$C_{\mathrm{val}} - A_{\mathrm{val}}$", xticks=list(gaps.columns)[::2])
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(gaps), frameon=False,
+              columnspacing=1.2, fontsize=TEXT_POINTS)
+    readable_axes(ax)
     fig.tight_layout()
     return fig
 
@@ -250,13 +288,26 @@ def plot_per_bin_gaps(gaps):
 def plot_train_val_confidence(tables: dict):
     """Ghosh et al. Fig. 2: per validation bin, the training samples' mean true-class probability
     ``C_train`` (solid) and the validation confidence ``C_val`` (stars), one colour per run
-    (``tables``: label -> :func:`calibnb.theory.train_val_bin_confidence`)."""
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    (``tables``: label -> :func:`calibnb.theory.train_val_bin_confidence`). One legend above
+    the axes names the colours and the two line styles, clear of the data. Drawn at
+    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.6))
+    handles = []
     for k, (name, tab) in enumerate(tables.items()):
         label = f"γ = {name:g}" if not isinstance(name, str) else name
-        ax.plot(tab.index, tab["train_confidence"], "-", color=f"C{k}", label=f"{label}: $C_{{train}}$")
-        ax.plot(tab.index, tab["val_confidence"], "*--", color=f"C{k}", ms=7, lw=0.6, label=f"{label}: $C_{{val}}$")
-    ax.set(xlabel="validation bin", ylabel="mean confidence", xticks=list(next(iter(tables.values())).index))
-    ax.legend(fontsize=7, ncol=len(tables))
+        ax.plot(tab.index, tab["train_confidence"], "-", color=f"C{k}", lw=1.8)
+        ax.plot(tab.index, tab["val_confidence"], "*--", color=f"C{k}", ms=8, lw=0.7)
+        handles.append(Line2D([], [], color=f"C{k}", lw=4, label=label))
+    styles = [Line2D([], [], color="black", lw=1.8, label=r"$C_{\mathrm{train}}$"),
+              Line2D([], [], color="black", ls="--", lw=0.7, marker="*", ms=8, label=r"$C_{\mathrm{val}}$")]
+    # the legend fills its columns first: the runs make its first row, the two styles the second
+    ncol = max(len(handles), len(styles))
+    rows = [handles + [None] * (ncol - len(handles)), styles + [None] * (ncol - len(styles))]
+    handles = [h for column in zip(*rows) for h in column if h is not None]
+    ax.set(xlabel="validation bin (low → high confidence)", ylabel="mean confidence",
+           xticks=list(next(iter(tables.values())).index)[::2])
+    ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, frameon=False,
+              handlelength=1.8, columnspacing=1.2, fontsize=TEXT_POINTS)
+    readable_axes(ax)
     fig.tight_layout()
     return fig

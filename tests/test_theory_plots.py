@@ -68,3 +68,83 @@ def test_dual_focal_slice_shows_the_tie_below_the_curve():
     fig = plots_theory.plot_dual_focal_risk_slice()
     curve, tie = fig.axes[0].lines[:2]
     assert tie.get_ydata()[0] < curve.get_ydata().min() - 0.01
+
+
+def _adafocal_figures():
+    """The two AdaFocal figures on a deterministic stand-in for the chapter's runs."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    bins = pd.RangeIndex(15)
+    gaps = pd.DataFrame(rng.normal(0, 0.06, (3, 15)), index=[0.0, 1.0, 3.0], columns=bins)
+    tables = {}
+    for g in (0.0, 3.0, 5.0):
+        val = np.sort(rng.uniform(0.5, 1.0, 15))
+        tables[g] = pd.DataFrame({"train_confidence": val - 0.01, "val_confidence": val}, index=bins)
+    return plots_theory.plot_per_bin_gaps(gaps), plots_theory.plot_train_val_confidence(tables)
+
+
+#: The width of the book's text column on a 390-px phone, in CSS pixels (measured in Chromium).
+PHONE_COLUMN_PX = 342
+
+
+def _readability_defects(fig, column_px=PHONE_COLUMN_PX):
+    """What a reader of ``fig`` on a phone could not read, the figure shrunk to the ``column_px``
+    wide column (if wider): a label or legend below 9 points, a tick label below 8, a legend drawn
+    over a data point of a curve, or labels in the axes overlapping each other."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    scale = min(1.0, column_px / (fig.get_figwidth() * fig.dpi))
+    ticks = {id(t) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()}
+    defects = []
+    for text in fig.findobj(matplotlib.text.Text):
+        if not (text.get_visible() and text.get_text().strip()):
+            continue
+        smallest = 8.0 if id(text) in ticks else 9.0
+        if text.get_fontsize() * scale < smallest - 1e-9:
+            defects.append(f"{text.get_text()!r} at {text.get_fontsize() * scale:.1f} pt on a phone")
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        for line in ax.lines:
+            points = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+            inside = (box.x0 <= points[:, 0]) & (points[:, 0] <= box.x1) & (box.y0 <= points[:, 1]) & (points[:, 1] <= box.y1)
+            if len(points) > 2 and inside.any():
+                defects.append(f"the legend covers {inside.sum()} points of {line.get_label()!r}")
+        labels = [t.get_window_extent(renderer) for t in ax.texts if t.get_text().strip()]
+        for i, a in enumerate(labels):
+            defects.extend(f"labels {i} and {j} overlap" for j, b in enumerate(labels[i + 1:], i + 1) if a.overlaps(b))
+    return defects
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: plots_theory.plot_dfl_phi(1.0, 0.3),
+        lambda: plots_theory.plot_dual_focal_risk_slice(),
+        lambda: _adafocal_figures()[0],
+        lambda: _adafocal_figures()[1],
+    ],
+    ids=["dfl_phi", "dfl_risk_slice", "adafocal_gaps", "adafocal_train_val"],
+)
+def test_adafocal_and_dual_focal_figures_are_readable(draw):
+    """Issue 27: the AdaFocal and DFL figures read on a 390-px phone as well as on a laptop:
+    drawn at most plots_theory.PHONE_WIDTH wide, their legends and labels are at least 9 pt even
+    shrunk to the phone's column, no legend hides a curve's data, and DFL's landmark names do
+    not collide."""
+    fig = draw()
+    assert fig.get_figwidth() <= plots_theory.PHONE_WIDTH
+    assert _readability_defects(fig) == []
+
+
+def test_the_readability_rule_finds_small_text_and_a_covering_legend():
+    fig, ax = plt.subplots(figsize=(3.4, 3.0))  # narrower than a phone's column: shown at its size
+    ax.plot(np.linspace(0, 1, 50), np.full(50, 0.5), label="data")
+    ax.legend(loc="center", fontsize=7)
+    defects = _readability_defects(fig)
+    assert any("7.0 pt" in d for d in defects) and any("covers" in d for d in defects)
+    fig = plt.figure(figsize=(7.0, 3.0))  # 10-point text shrunk from 700 to 342 px: 4.9 pt
+    fig.text(0.5, 0.5, "a label")
+    assert _readability_defects(fig) == ["'a label' at 4.9 pt on a phone"]
