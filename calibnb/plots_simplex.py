@@ -48,12 +48,13 @@ def plot_simplex_heatmap(ax, probs, values, title: str = "", cmap: str = "RdBu_r
     return filled
 
 
-def draw_simplex(ax, title: str = "", labels: bool = True) -> None:
-    """The triangle's outline (with its corners named when ``labels``), equal aspect, no axes."""
+def draw_simplex(ax, title: str = "", labels: bool = True, label_size: float = 8) -> None:
+    """The triangle's outline (with its corners named, in ``label_size`` points, when ``labels``),
+    equal aspect, no axes."""
     corners = np.array([[0, 0], [1, 0], [0.5, np.sqrt(3) / 2], [0, 0]])
     ax.plot(corners[:, 0], corners[:, 1], color="black", lw=0.8)
     for (x, y), name in zip(corners[:3] if labels else [], ("class 1", "class 2", "class 3")):
-        ax.annotate(name, (x, y), textcoords="offset points", ha="center", fontsize=8,
+        ax.annotate(name, (x, y), textcoords="offset points", ha="center", fontsize=label_size,
                     xytext=(0, -12 if y == 0 else 4))
     ax.set_aspect("equal")
     ax.set_axis_off()
