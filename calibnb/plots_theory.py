@@ -99,7 +99,7 @@ def plot_focal_minimizer(eta: float = 0.8, gamma_max: float = 20.0):
     ax.axhline(0.5, ls=":", color="gray", lw=0.8)
     ax.scatter([2.0], [float(theory.binary_focal_minimizer(eta, 2.0))], color="C3", zorder=3, label="γ = 2")
     ax.set(xlabel="γ", ylabel="focal-loss minimiser", title=f"true probability {eta:g}")
-    ax.legend(loc="upper right")
+    ax.legend(loc="center right")  # between the lines at eta and 1/2, clear of the curve
     legible(fig)
     fig.tight_layout()
     return fig
