@@ -8,6 +8,10 @@ Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_
 and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
 FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
 (Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
+
+The figures of the focal-analysis chapter are drawn :data:`NARROW_WIDTH` wide, their panels
+stacked, and :func:`legible` raises every text to :data:`LEGIBLE_SIZE` points, so that they read
+on a laptop and on a 390-px phone alike (issue 27, item 4).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from .plots import COLUMN_WIDTH
 from .plots_simplex import draw_simplex, simplex_points, to_plane
 
 __all__ = [
+    "NARROW_WIDTH",
+    "LEGIBLE_SIZE",
+    "legible",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
     "plot_focal_map_and_proper_loss",
@@ -45,7 +52,7 @@ __all__ = [
 NARROW_WIDTH = 4.4
 
 #: The smallest font size, in points, of any text in those figures (ticks, labels, legends, titles).
-LEGIBLE_SIZE = 11.0
+LEGIBLE_SIZE = 11.5
 
 
 def legible(fig, size: float = LEGIBLE_SIZE):
@@ -208,7 +215,7 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     handles.append(Line2D([], [], color="black", marker="*", linestyle="", markersize=9, label="the truth η"))
     fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False, title="isoline of the risk at its")
     legible(fig)
-    fig.tight_layout(rect=(0, 0.13, 1, 1))
+    fig.tight_layout(rect=(0, 0.13, 1, 1), w_pad=2.0)  # the corners of neighbouring panels apart
     return fig
 
 
