@@ -181,10 +181,10 @@ def plot_closest_temperature(curves: dict, paper_lines: dict | None = None):
     if paper_lines:
         handles.append(Line2D([], [], color="gray", ls="-", label="paper's line"))
     top.set(ylabel="1/T closest to the focal map")
-    top.legend(handles=handles, loc="upper left", ncol=2)
     bottom.set(xlabel="γ", ylabel="largest |focal − TS|")
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)  # below both panels
     legible(fig)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
