@@ -52,20 +52,21 @@ def plot_simplex_heatmap(ax, probs, values, title: str = "", cmap: str = "RdBu_r
 CORNER_FONTSIZE = 9
 
 
-def draw_simplex(ax, title: str = "", labels: bool = True) -> None:
-    """The triangle's outline (with its corners named when ``labels``), equal aspect, no axes.
+def draw_simplex(ax, title: str = "", labels: bool = True, label_size: float = CORNER_FONTSIZE) -> None:
+    """The triangle's outline (with its corners named, in ``label_size`` points, when ``labels``),
+    equal aspect, no axes.
 
     The title stands clear of the top corner's name (it is raised above it), so the two never
     overlap however small the panel."""
     corners = np.array([[0, 0], [1, 0], [0.5, np.sqrt(3) / 2], [0, 0]])
     ax.plot(corners[:, 0], corners[:, 1], color="black", lw=0.8)
     for (x, y), name in zip(corners[:3] if labels else [], ("class 1", "class 2", "class 3")):
-        ax.annotate(name, (x, y), textcoords="offset points", ha="center", fontsize=CORNER_FONTSIZE,
+        ax.annotate(name, (x, y), textcoords="offset points", ha="center", fontsize=label_size,
                     va="top" if y == 0 else "bottom", xytext=(0, -3 if y == 0 else 3))
     ax.set_aspect("equal")
     ax.set_axis_off()
     # the top corner's name takes its font size plus 3 points above the triangle
-    ax.set_title(title, fontsize=10, pad=CORNER_FONTSIZE + 8 if labels else 6)
+    ax.set_title(title, fontsize=10, pad=label_size + 8 if labels else 6)
 
 
 __all__ = ["draw_simplex", "plot_simplex_arrows", "plot_simplex_heatmap", "simplex_points", "to_plane"]

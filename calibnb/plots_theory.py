@@ -8,6 +8,10 @@ Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_
 and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
 FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
 (Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
+
+The figures of the focal-analysis chapter are drawn :data:`NARROW_WIDTH` wide, their panels
+stacked, and :func:`legible` raises every text to :data:`LEGIBLE_SIZE` points, so that they read
+on a laptop and on a 390-px phone alike (issue 27, item 4).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import MaxNLocator
 from matplotlib.tri import Triangulation
 
 from . import theory
@@ -22,6 +28,9 @@ from .plots import COLUMN_WIDTH
 from .plots_simplex import draw_simplex, simplex_points, to_plane
 
 __all__ = [
+    "NARROW_WIDTH",
+    "LEGIBLE_SIZE",
+    "legible",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
     "plot_focal_map_and_proper_loss",
@@ -36,24 +45,53 @@ __all__ = [
 ]
 
 
+#: The width, in inches, of the theory chapters' figures (440 px at matplotlib's 100 dpi, under two
+#: thirds of the book's column): shown at its own size on a laptop, and shrunk by at most a fifth
+#: to a 390-px phone's column, so that :data:`LEGIBLE_SIZE` text still reads at 9 pt or more
+#: there. Panels that a wide figure would set side by side are stacked instead.
+NARROW_WIDTH = 4.4
+
+#: The smallest font size, in points, of any text in those figures (ticks, labels, legends, titles).
+LEGIBLE_SIZE = 11.5
+
+
+def legible(fig, size: float = LEGIBLE_SIZE):
+    """Raise every text of ``fig`` (tick labels, axis labels, titles, legends, annotations, colour
+    bars) to at least ``size`` points, and return ``fig``. Call it before the layout."""
+    fig.canvas.draw()  # creates the tick labels that a draw would show
+    for ax in fig.axes:
+        ax.tick_params(labelsize=size)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < size:
+            text.set_fontsize(size)
+    return fig
+
+
 def plot_mukhoti_gap(gammas=(1.0, 3.0), n: int = 80):
-    """The gap ``L_FL - (KL(q||p) - gamma H(p))``: binary curves and a 3-class map (target class 0)."""
-    fig, axes = plt.subplots(1, 1 + len(gammas), figsize=(COLUMN_WIDTH, 2.7))
+    """The gap ``L_FL - (KL(q||p) - gamma H(p))``: above, binary curves against the true class's
+    probability; below, the gap over the 3-class simplex (true class at the bottom-left corner),
+    one panel and colour bar per gamma of ``gammas``."""
+    fig = plt.figure(figsize=(NARROW_WIDTH, 6.2))
+    grid = fig.add_gridspec(2, len(gammas), height_ratios=(1.1, 1))
+    binary = fig.add_subplot(grid[0, :])
     p = np.linspace(1e-4, 1 - 1e-4, 500)
     two = np.c_[p, 1 - p]
     for g in (0.5, *gammas):
-        axes[0].plot(p, theory.mukhoti_gap(two, np.c_[np.ones_like(p), np.zeros_like(p)], g), label=f"γ = {g:g}")
-    axes[0].set(xlabel="p̂ of the true class (K = 2)", ylabel="gap", title="binary: gap ≥ 0")
-    axes[0].legend(fontsize=8)
-    axes[0].title.set_fontsize(9)
+        binary.plot(p, theory.mukhoti_gap(two, np.c_[np.ones_like(p), np.zeros_like(p)], g), label=f"γ = {g:g}")
+    binary.set(xlabel="p̂ of the true class (two classes)", ylabel="gap", title="two classes: gap ≥ 0")
+    binary.legend(loc="upper left")
     q = simplex_points(n, margin=1e-3)
     target = np.tile([1.0, 0.0, 0.0], (q.shape[0], 1))
     tri = Triangulation(*to_plane(q).T)
-    for ax, g in zip(axes[1:], gammas):
+    for k, g in enumerate(gammas):
+        ax = fig.add_subplot(grid[1, k])
         gap = theory.mukhoti_gap(q, target, g)
         cs = ax.tricontourf(tri, gap, levels=20, cmap="viridis")
-        fig.colorbar(cs, ax=ax, shrink=0.8)
-        draw_simplex(ax, f"K = 3, γ = {g:g}\n(true class bottom left)", labels=False)
+        bar = fig.colorbar(cs, ax=ax, orientation="horizontal", shrink=0.9, pad=0.02)
+        bar.locator = MaxNLocator(3)
+        bar.update_ticks()
+        draw_simplex(ax, f"three classes, γ = {g:g}", labels=False)
+    legible(fig)
     fig.tight_layout()
     return fig
 
@@ -62,79 +100,91 @@ def plot_focal_minimizer(eta: float = 0.8, gamma_max: float = 20.0):
     """The focal-loss minimiser for true probability ``eta`` against gamma (Komisarenko & Kull §3.1)."""
     gammas = np.linspace(0, gamma_max, 201)
     values = [float(theory.binary_focal_minimizer(eta, g)) for g in gammas]
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = plt.subplots(figsize=(NARROW_WIDTH, 3.3))
     ax.plot(gammas, values)
     ax.axhline(eta, ls="--", color="gray", lw=0.8)
     ax.axhline(0.5, ls=":", color="gray", lw=0.8)
     ax.scatter([2.0], [float(theory.binary_focal_minimizer(eta, 2.0))], color="C3", zorder=3, label="γ = 2")
     ax.set(xlabel="γ", ylabel="focal-loss minimiser", title=f"true probability {eta:g}")
-    ax.legend()
+    ax.legend(loc="center right")  # between the lines at eta and 1/2, clear of the curve
+    legible(fig)
     fig.tight_layout()
     return fig
 
 
 def plot_focal_map_and_proper_loss(gammas=(0.5, 3.0), map_gammas=(-0.5, 0.5, 1.0, 2.0, 3.0, 5.0)):
-    """Komisarenko & Kull Fig. 1: left, ``L*(q, 1)``, ``FL(q, 1)`` and CE; right, the focal map."""
+    """Komisarenko & Kull Fig. 1: above, ``L*(q, 1)``, ``FL(q, 1)`` and CE; below, the focal map."""
     q = np.linspace(1e-3, 1 - 1e-3, 400)
     s = np.log(q) - np.log1p(-q)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
-    left.plot(q, -np.log(q), color="black", label="cross-entropy")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(NARROW_WIDTH, 7.4), height_ratios=(1, 1.25))
+    top.plot(q, -np.log(q), color="black", label="cross-entropy")
     for k, g in enumerate(gammas):
-        left.plot(q, theory.binary_focal_loss(s, 1, g), ls="--", color=f"C{k}", label=f"focal γ = {g:g}")
-        left.plot(q, theory.proper_focal_loss(q, 1, g), color=f"C{k}", label=f"proper part γ = {g:g}")
-    left.set(xlabel="predicted probability q (true class 1)", ylabel="loss", ylim=(0, 4))
-    left.legend(fontsize=8)
-    for g in map_gammas:
-        right.plot(q, theory.binary_focal_calibration(q, g), label=f"γ = {g:g}")
-    right.plot(q, q, color="gray", lw=0.8, ls=":")
-    right.set(xlabel="q", ylabel="p̂(q)", title="binary focal calibration map")
-    right.legend(fontsize=8)
+        top.plot(q, theory.binary_focal_loss(s, 1, g), ls="--", color=f"C{k}", label=f"focal, γ = {g:g}")
+        top.plot(q, theory.proper_focal_loss(q, 1, g), color=f"C{k}", label=f"proper part, γ = {g:g}")
+    top.set(xlabel="predicted probability q (true class 1)", ylabel="loss", ylim=(0, 4))
+    top.legend(loc="upper right")
+    for k, g in enumerate(map_gammas):
+        bottom.plot(q, theory.binary_focal_calibration(q, g), color=f"C{k}", label=f"γ = {g:g}")
+    bottom.plot(q, q, color="gray", lw=0.8, ls=":")
+    bottom.set(xlabel="q", ylabel="p̂(q)", title="binary focal calibration map")
+    bottom.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    legible(fig)
     fig.tight_layout()
     return fig
 
 
 def plot_temperature_bounds(gamma: float = 4.0, gammas=None, s_max: float = 20.0):
-    """Komisarenko & Kull Fig. 3: the focal map between temperature maps; bound widths vs gamma."""
+    """Komisarenko & Kull Fig. 3: above, the focal map's local inverse temperature between the
+    temperature maps' (Proposition 3's and the tight ones on ``|s| < s_max``); below, the widths
+    of the two brackets against gamma."""
     gammas = np.linspace(0.25, 10, 40) if gammas is None else np.asarray(gammas)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(NARROW_WIDTH, 7.0), height_ratios=(1.3, 1))
     s = np.linspace(0, 6, 400)
     r = theory.inverse_temperature_profile(s, gamma)
     low, high = theory.temperature_bounds(gamma)
     tlow, thigh = theory.tight_temperature_bounds(gamma, s_max=s_max)
-    left.plot(s, r, color="black", label="focal map: F(s)/s")
-    for t, style, name in ((low, "--", "Prop. 3"), (high, "--", None), (tlow, ":", "tight"), (thigh, ":", None)):
-        left.axhline(1 / t, ls=style, color="C0" if style == "--" else "C3", label=name)
-    left.set(xlabel="logit s", ylabel="local inverse temperature 1/T", title=f"γ = {gamma:g}")
-    left.legend(fontsize=8)
+    top.plot(s, r, color="black", label="focal map: F(s)/s")
+    for t, style, name in ((low, "--", "Prop. 3"), (high, "--", None), (tlow, ":", f"tight on |s| < {s_max:g}"),
+                           (thigh, ":", None)):
+        top.axhline(1 / t, ls=style, color="C0" if style == "--" else "C3", label=name)
+    top.set(xlabel="logit s", ylabel="local inverse temperature", title=f"γ = {gamma:g}")
+    top.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     theo = np.array([theory.temperature_bounds(g) for g in gammas])
     tight = np.array([theory.tight_temperature_bounds(g, s_max=s_max) for g in gammas])
-    right.plot(gammas, theo[:, 1] - theo[:, 0], label="Prop. 3")
-    right.plot(gammas, tight[:, 1] - tight[:, 0], label=f"tight on |s| < {s_max:g}")
-    right.set(xlabel="γ", ylabel="T_high − T_low", title="width of the bracket")
-    right.legend(fontsize=8)
+    bottom.plot(gammas, theo[:, 1] - theo[:, 0], color="C0", ls="--", label="Prop. 3")
+    bottom.plot(gammas, tight[:, 1] - tight[:, 0], color="C3", ls=":", label=f"tight on |s| < {s_max:g}")
+    bottom.set(xlabel="γ", ylabel="T_high − T_low", title="width of the bracket")
+    bottom.legend(loc="upper right")
+    legible(fig)
     fig.tight_layout()
     return fig
 
 
 def plot_closest_temperature(curves: dict, paper_lines: dict | None = None):
-    """1/T of the closest temperature against gamma, and the deviation it leaves.
+    """1/T of the closest temperature against gamma (above), and the deviation it leaves (below).
 
     ``curves`` maps a label (e.g. ``"K = 2"``) to ``(gammas, temperatures, deviations)``;
-    ``paper_lines`` maps the same labels to the paper's ``(slope, intercept)``.
+    ``paper_lines`` maps the same labels to the paper's ``(slope, intercept)``. One legend names
+    the colours (the labels) and the marks (ours: dots; the paper's line: a line) of both panels.
     """
-    fig, (left, right) = plt.subplots(1, 2, figsize=(COLUMN_WIDTH, 2.9))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(NARROW_WIDTH, 7.0), sharex=True)
+    handles = []
     for k, (name, (g, t, dev)) in enumerate(curves.items()):
         g, t = np.asarray(g), np.asarray(t)
-        left.plot(g, 1 / t, "o", ms=3, color=f"C{k}", label=f"{name}: ours")
+        top.plot(g, 1 / t, "o", ms=4, color=f"C{k}")
         if paper_lines and name in paper_lines:
             a, b = paper_lines[name]
-            left.plot(g, a * g + b, "-", lw=0.8, color=f"C{k}", label=f"{name}: paper {a:g}γ + {b:g}")
-        right.semilogy(g, dev, "o-", ms=3, color=f"C{k}", label=name)
-    left.set(xlabel="γ", ylabel="1/T closest to the focal map")
-    left.legend(fontsize=7)
-    right.set(xlabel="γ", ylabel="largest |focal − TS| (probability)")
-    right.legend(fontsize=8)
-    fig.tight_layout()
+            top.plot(g, a * g + b, "-", lw=1, color=f"C{k}")
+        bottom.semilogy(g, dev, "o-", ms=4, color=f"C{k}")
+        handles.append(Line2D([], [], color=f"C{k}", lw=6, label=name))
+    handles.append(Line2D([], [], color="gray", marker="o", ls="", label="ours"))
+    if paper_lines:
+        handles.append(Line2D([], [], color="gray", ls="-", label="paper's line"))
+    top.set(ylabel="1/T closest to the focal map")
+    bottom.set(xlabel="γ", ylabel="largest |focal − TS|")
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)  # below both panels
+    legible(fig)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
@@ -142,7 +192,7 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     """Komisarenko & Kull Fig. 4: conditional-risk isolines of Brier, CE and the proper part of
     focal loss over the 3-class simplex, at the loss percentiles ``percentiles`` of the grid.
 
-    Drawn for the book's column: two panels per row, the corners named, one legend for the
+    Drawn narrow enough for a phone: two panels per row, the corners named, one legend for the
     isolines and the star (the true distribution ``eta``)."""
     eta = np.asarray(eta, dtype=float)
     q = simplex_points(n, margin=2e-3)
@@ -151,20 +201,21 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     panels += [(f"proper focal γ = {g:g}", theory.conditional_risk(q, eta, "proper_focal", g)) for g in gammas]
     ncols = 2
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, 3.3 * nrows + 0.5), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(NARROW_WIDTH, 2.45 * nrows + 1.0), squeeze=False)
     colours = [f"C{i}" for i in range(len(percentiles))]
     x0, y0 = to_plane(eta[None]).T
     for ax, (name, risk) in zip(axes.flat, panels):
         ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=colours)
         ax.plot(x0, y0, "k*", markersize=9)
-        draw_simplex(ax, name)
+        draw_simplex(ax, name, label_size=LEGIBLE_SIZE)
+        ax.set_title(name, pad=16)  # above the top corner's name
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    handles = [Line2D([], [], color=c, label=f"risk at its {p:g} % quantile") for c, p in zip(colours, percentiles)]
-    handles.append(Line2D([], [], color="black", marker="*", linestyle="", markersize=9,
-                          label=f"the truth η = {tuple(float(v) for v in eta)}"))
-    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    handles = [Line2D([], [], color=c, label=f"{p:g} % quantile") for c, p in zip(colours, percentiles)]
+    handles.append(Line2D([], [], color="black", marker="*", linestyle="", markersize=9, label="the truth η"))
+    fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False, title="isoline of the risk at its")
+    legible(fig)
+    fig.tight_layout(rect=(0, 0.13, 1, 1), w_pad=2.0)  # the corners of neighbouring panels apart
     return fig
 
 

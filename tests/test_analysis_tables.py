@@ -160,6 +160,15 @@ def test_number_text_never_shows_negative_zero_or_machine_epsilon():
     assert number_text(float("nan")) == "–"
 
 
+def test_power_of_ten_text_writes_what_a_reader_writes():
+    from calibnb.analysis.tables import power_of_ten_text
+    assert power_of_ten_text(3.552713678800501e-15) == "4 × 10⁻¹⁵"
+    assert power_of_ten_text(7.9e-4, 1) == "7.9 × 10⁻⁴" and power_of_ten_text(-2e-5) == "-2 × 10⁻⁵"
+    assert power_of_ten_text(6.6e12) == "7 × 10¹²" and power_of_ten_text(0.0) == "0"
+    with pytest.raises(ValueError, match="value"):
+        power_of_ten_text(float("nan"))
+
+
 def test_styled_lets_only_sentences_wrap_and_can_hide_the_index():
     from calibnb.analysis.tables import is_prose, styled
     table = pd.DataFrame({"claim": ["focal loss bounds a divergence minus an entropy", "short label"],

@@ -148,3 +148,46 @@ def test_the_readability_rule_finds_small_text_and_a_covering_legend():
     fig = plt.figure(figsize=(7.0, 3.0))  # 10-point text shrunk from 700 to 342 px: 4.9 pt
     fig.text(0.5, 0.5, "a label")
     assert _readability_defects(fig) == ["'a label' at 4.9 pt on a phone"]
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: plots_theory.plot_mukhoti_gap(gammas=(1.0, 3.0), n=20),
+        lambda: plots_theory.plot_focal_minimizer(0.8, gamma_max=5.0),
+        lambda: plots_theory.plot_focal_map_and_proper_loss(),
+        lambda: plots_theory.plot_temperature_bounds(4.0, gammas=[1.0, 4.0]),
+        lambda: plots_theory.plot_closest_temperature({"K = 2": ([1, 2], [0.56, 0.37], [1e-3, 2e-4])}, {"K = 2": (0.95, 0.85)}),
+        lambda: plots_theory.plot_risk_isolines(n=12),
+    ],
+)
+def test_focal_analysis_figures_read_on_a_phone(draw):
+    """The focal-analysis figures (issue 27, item 4): drawn NARROW_WIDTH wide, so a 390-px phone's
+    column (342 px) shrinks them by at most a fifth; every text at least LEGIBLE_SIZE points, so
+    at least 9 pt (12 px) there; no legend over a tick label, no figure legend over a panel, no
+    legend outside the figure."""
+    from matplotlib.text import Text
+
+    fig = draw()
+    assert fig.get_size_inches()[0] == pytest.approx(plots_theory.NARROW_WIDTH)
+    # on the phone: the font's pixels (100 dpi, 72 pt an inch) shrunk to the column, >= 12 px (9 CSS pt)
+    assert 342 / (100 * plots_theory.NARROW_WIDTH) * plots_theory.LEGIBLE_SIZE * 100 / 72 >= 12
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = [t for t in fig.findobj(Text) if t.get_text() and t.get_visible()]
+    assert min(t.get_fontsize() for t in texts) >= plots_theory.LEGIBLE_SIZE
+    page = fig.bbox.padded(2)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert page.contains(box.x0, box.y0) and page.contains(box.x1, box.y1), "legend outside the figure"
+        if legend in fig.legends:
+            assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes if ax.axison)
+        for ax in fig.axes:
+            # the tick labels a draw shows: those of ticks inside the axes' view
+            drawn = [label for axis, labels in ((ax.xaxis, ax.get_xticklabels()), (ax.yaxis, ax.get_yticklabels()))
+                     for label in labels
+                     if label.get_text() and label.get_visible()
+                     and min(axis.get_view_interval()) - 1e-12 <= (label.get_position()[0] if axis is ax.xaxis
+                                                                   else label.get_position()[1])
+                     <= max(axis.get_view_interval()) + 1e-12]
+            for label in drawn:
+                assert not box.overlaps(label.get_window_extent(renderer)), label.get_text()

@@ -248,6 +248,25 @@ def number_text(value, digits: int = 2) -> str:
     return text.lstrip("-") if float(text) == 0 else text
 
 
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten_text(value, digits: int = 0) -> str:
+    """``value`` in scientific notation as a reader writes it, ``digits`` decimals in the
+    mantissa: ``3.6e-15`` is ``4 × 10⁻¹⁵``, not a float's ``e-15``; 0 prints as ``0``.
+
+    >>> power_of_ten_text(3.552713678800501e-15), power_of_ten_text(7.9e-4, 1), power_of_ten_text(0.0)
+    ('4 × 10⁻¹⁵', '7.9 × 10⁻⁴', '0')
+    """
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"value: expected a finite number, got {value!r}")
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa} × 10" + str(int(exponent)).translate(_SUPERSCRIPTS)
+
+
 #: A cell made of numbers only (digits, signs, brackets, ±, %): it never wraps.
 _NUMBERS_ONLY = re.compile(r"[\s\d.,±%()+\-−–×eE/:;\[\]✓◀≤≥<>=≈|·…*~^]+")
 
