@@ -162,7 +162,7 @@ def _key_under(ax, bottom) -> None:
                             bbox_to_anchor=(0.5, 0.0), bbox_transform=bottom.transAxes + offset, ncol=ncol,
                             fontsize=9, handlelength=1.4, columnspacing=0.9, handletextpad=0.4,
                             borderaxespad=0.0, frameon=False)
-        width = key.get_window_extent(ax.figure.canvas.get_renderer()).width
+        width = key.get_window_extent().width  # (matplotlib finds a renderer for any canvas)
         if width <= 0.8 * ax.figure.bbox.width:
             break
 
