@@ -133,12 +133,10 @@ def reliability_diagram(
         counts_ax.yaxis.set_major_locator(ticker.MaxNLocator(2))
         ax.set_xlabel("")
         ax.tick_params(labelbottom=False)
-        # "Accuracy" and "Fraction" in one column, left of the widest tick labels ("0.08": about
-        # 2.5 font sizes, and the ticks): matplotlib's own alignment skips a divider's axes
-        size = matplotlib.font_manager.FontProperties(size=plt.rcParams["ytick.labelsize"]).get_size_in_points()
-        left = transforms.ScaledTranslation(-3.6 * size / 72, 0, ax.figure.dpi_scale_trans)
-        for a in (ax, counts_ax):
-            a.yaxis.set_label_coords(0, 0.5, transform=a.transAxes + left)
+        # "Accuracy" and "Fraction" in one column, left of the wider tick labels of the two: the
+        # figure's own alignment (what Figure.align_ylabels sets up, which skips a divider's axes
+        # since it has no subplot position), resolved at every draw
+        ax.figure._align_label_groups["y"].join(ax, counts_ax)
         bottom = counts_ax
     if legend:
         _key_under(ax, bottom)
