@@ -205,7 +205,7 @@ class CalibrationResult:
         for name, (probs, labels) in self.diagram_data.items():
             figure = Figure(figsize=(4.0, 5.0))
             ax = figure.add_subplot()
-            figure.subplots_adjust(bottom=0.32, top=0.9)
+            figure.subplots_adjust(left=0.2, bottom=0.32, top=0.88)  # room for the labels and the key
             reliability_diagram(probs, labels, ax=ax, n_bins=self.n_bins, title=f"{name} ({where})")
             figures[name] = figure
         return figures

@@ -1,4 +1,5 @@
-"""Figures of the book: reliability diagrams (one or a grid), learning curves, AdaFocal's γ dynamics."""
+"""Figures of the book: reliability diagrams (one or a grid), learning curves (of one run, or of many
+methods as small multiples), AdaFocal's γ dynamics."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib import cbook
+from matplotlib import cbook, ticker, transforms
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import FigureCanvasBase
 
@@ -23,6 +24,7 @@ __all__ = [
     "gamma_dynamics",
     "learning_curves",
     "method_colours",
+    "method_panels",
     "reliability_diagram",
     "reliability_grid",
     "whisker_span",
@@ -38,15 +40,19 @@ def reliability_diagram(
     binning: str = "width",
     title: str | None = None,
     show_counts: bool = True,
+    legend: bool = True,
 ):
     """A reliability diagram with its histogram, in one call (Guo et al. 2017, Fig. 1).
 
     Bars show each non-empty bin's accuracy of the top-label prediction; a hatched red bar spans
     the gap between accuracy and mean confidence; the dashed diagonal is perfect calibration; the
-    legend gives the ECE with the same bins. With ``show_counts`` a histogram of the fraction of
-    samples per bin is drawn in its own axes under the diagram, carved out of the diagram's own
-    box (``mpl_toolkits.axes_grid1``'s divider), so the histogram lies inside the figure and a
-    plain ``savefig`` keeps it. Bins come from :func:`calibnb.metrics.reliability_table`.
+    title gives the ECE with the same bins. The key (accuracy, gap, perfect calibration) lies
+    under the diagram, outside it, so it never covers a bar: a legend inside the square would
+    sit on the confident bins, where a trained network's data is. With ``show_counts`` a
+    histogram of the fraction of samples per bin is drawn in its own axes under the diagram,
+    carved out of the diagram's own box (``mpl_toolkits.axes_grid1``'s divider), so the
+    histogram lies inside the figure and a plain ``savefig`` keeps it; its axis label is
+    aligned with the diagram's. Bins come from :func:`calibnb.metrics.reliability_table`.
 
     Parameters
     ----------
@@ -65,9 +71,12 @@ def reliability_diagram(
         As for :func:`calibnb.metrics.ece`: the number of bins, ``"width"`` (ECE) or ``"mass"``
         (AdaECE).
     title : str, optional
-        The diagram's title.
+        The diagram's title, above the line that gives the ECE.
     show_counts : bool
         Draw the histogram of samples per bin.
+    legend : bool
+        Draw the key under the diagram (a figure of many diagrams draws one key for all, as
+        :func:`reliability_grid` does).
 
     Returns
     -------
@@ -82,6 +91,8 @@ def reliability_diagram(
     >>> fig = reliability_diagram(probs, [0, 1, 1, 0])  # path="reliability.png" would save it
     >>> [ax.get_ylabel() for ax in fig.axes]  # the diagram, and the histogram under it
     ['Accuracy', 'Fraction']
+    >>> fig.axes[0].get_title()
+    'ECE = 30.00 %'
     """
     table = reliability_table(probs, labels, n_bins=n_bins, binning=binning)
     if ax is not None:
@@ -89,10 +100,12 @@ def reliability_diagram(
     if title is not None:
         check_type(title, "title", str, "a str")
     check_type(show_counts, "show_counts", bool, "a bool")
+    check_type(legend, "legend", bool, "a bool")
     suffix = None if path is None else _figure_format(path)
     fig = None
     if ax is None:
-        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH / 2, COLUMN_WIDTH / 2 + (0.9 if show_counts else 0.0)))
+        height = COLUMN_WIDTH / 2 + (0.9 if show_counts else 0.0) + (0.45 if legend else 0.0)
+        fig, ax = plt.subplots(figsize=(COLUMN_WIDTH / 2, height))
     full = table[table["count"] > 0]
     width = full["hi"] - full["lo"]
     ax.bar(full["lo"], full["accuracy"], width=width, align="edge", color="tab:blue",
@@ -103,11 +116,10 @@ def reliability_diagram(
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", label="Perfect calibration")
     value = ece(probs, labels, n_bins=n_bins, binning=binning)
     name = "ECE" if binning == "width" else "AdaECE"
-    ax.plot([], [], " ", label=f"{name} = {100 * value:.2f} %")
+    score = f"{name} = {100 * value:.2f} %"
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="Confidence", ylabel="Accuracy")
-    if title is not None:
-        ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
+    ax.set_title(score if title is None else f"{title}\n{score}")
+    bottom = ax
     if show_counts:
         from mpl_toolkits.axes_grid1 import make_axes_locatable
 
@@ -117,13 +129,40 @@ def reliability_diagram(
                       color="gray", edgecolor="black", linewidth=0.5)
         counts_ax.set(xlim=(0, 1), ylim=(0, max(float(np.max(fraction)), 1e-12) * 1.1),
                       xlabel="Confidence", ylabel="Fraction")
+        # two ticks, so the histogram's labels stay as narrow as the diagram's
+        counts_ax.yaxis.set_major_locator(ticker.MaxNLocator(2))
         ax.set_xlabel("")
         ax.tick_params(labelbottom=False)
+        # "Accuracy" and "Fraction" in one column, left of the wider tick labels of the two: the
+        # figure's own alignment (what Figure.align_ylabels sets up, which skips a divider's axes
+        # since it has no subplot position), resolved at every draw
+        ax.figure._align_label_groups["y"].join(ax, counts_ax)
+        bottom = counts_ax
+    if legend:
+        _key_under(ax, bottom)
     if fig is not None:
         fig.tight_layout()
     if path is not None:
         _save_figure(ax.figure, path, suffix)
     return ax if fig is None else fig
+
+
+def _key_under(ax, bottom) -> None:
+    """The diagram's key (accuracy, gap, perfect calibration) under ``bottom``, the lowest of its
+    axes, clear of its tick labels and axis label: in one row where the figure is wide enough
+    for it, else in two."""
+    handles, names = ax.get_legend_handles_labels()
+    order = [names.index(n) for n in ("Accuracy", "Gap", "Perfect calibration")]
+    # 34 points down: under the tick labels and the axis label of the axes
+    offset = transforms.ScaledTranslation(0, -34 / 72, ax.figure.dpi_scale_trans)
+    for ncol in (3, 2):
+        key = bottom.legend([handles[i] for i in order], [names[i] for i in order], loc="upper center",
+                            bbox_to_anchor=(0.5, 0.0), bbox_transform=bottom.transAxes + offset, ncol=ncol,
+                            fontsize=9, handlelength=1.4, columnspacing=0.9, handletextpad=0.4,
+                            borderaxespad=0.0, frameon=False)
+        width = key.get_window_extent().width  # (matplotlib finds a renderer for any canvas)
+        if width <= 0.8 * ax.figure.bbox.width:
+            break
 
 
 def _figure_format(path) -> str:
@@ -183,6 +222,49 @@ def learning_curves(axes, history):
     return axes
 
 
+def method_panels(curves: dict, ylabel: str, ncols: int = 4, log: bool = False, marks=()):
+    """Many methods' curves as small multiples: one panel per method (``curves``: name → a pandas
+    Series indexed by epoch), its own curve drawn in its colour (:func:`method_colours`) over every
+    other method's in light grey. A dozen curves in one axes can only be told apart by a dozen
+    colours; here each is found by its panel's title and compared with the others at a glance.
+
+    The panels share their axes; ``log`` puts the y axis on a log scale (labelled in plain
+    numbers), ``marks`` draws a thin vertical line at each x (the learning rate's drops). The
+    figure is :data:`COLUMN_WIDTH` wide. Returns it.
+    """
+    if not curves:
+        raise ValueError("curves is empty: nothing to draw")
+    check_type(ylabel, "ylabel", str, "a str")
+    names = list(curves)
+    nrows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, 1.7 * nrows + 0.5), sharex=True, sharey=True,
+                             squeeze=False, layout="constrained")
+    colour = method_colours(names)
+    for ax, name in zip(axes.flat, names):
+        for other in names:
+            if other != name:
+                ax.plot(curves[other].index, curves[other], color="0.82", linewidth=0.8)
+        ax.plot(curves[name].index, curves[name], color=colour[name], linewidth=1.8)
+        for x in marks:
+            ax.axvline(x, color="gray", linewidth=0.5, zorder=0)
+        ax.set_title(name, fontsize=9, pad=3)
+        ax.tick_params(labelsize=8)
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for column in axes.T:
+        drawn = [ax for ax in column if ax.axison]
+        if drawn:
+            drawn[-1].tick_params(labelbottom=True)
+    fig.supxlabel("epoch", fontsize=10)
+    fig.supylabel(ylabel, fontsize=10)
+    return fig
+
+
 def gamma_dynamics(ax, gammas, edges=None):
     """AdaFocal's γ per bin against the update step (the AdaFocal paper's Figure 5, bottom row).
 
@@ -219,7 +301,8 @@ def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n
 
     Each panel is :func:`reliability_diagram` without the counts inset, titled with its name (or
     ``titles[name]``) and the ECE of its ``n_bins`` equal-width bins, which is also returned.
-    Unused axes are hidden. The figure is :data:`COLUMN_WIDTH` wide. Returns ``(figure,
+    One key under the grid names the bars and the diagonal for every panel. Unused axes are
+    hidden. The figure is :data:`COLUMN_WIDTH` wide. Returns ``(figure,
     {name: ECE as a fraction})``.
     """
     if not panels:
@@ -227,21 +310,30 @@ def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n
     titles = titles or {}
     nrows = -(-len(panels) // ncols)
     side = COLUMN_WIDTH / ncols
-    # Constrained layout makes room for the shared axis labels (fig.supxlabel, fig.supylabel)
-    # beside the tick labels rather than over them.
-    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, (side + 0.35) * nrows), sharex=True,
+    # Constrained layout makes room for the shared axis label (fig.supylabel) beside the tick
+    # labels rather than over them, and for the key under the panels.
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH, (side + 0.35) * nrows + 0.3), sharex=True,
                              sharey=True, squeeze=False, layout="constrained")
     values = {}
     for ax, (name, (probs, labels)) in zip(axes.flat, panels.items()):
         values[name] = ece(probs, labels, n_bins=n_bins)
-        reliability_diagram(probs, labels, ax=ax, n_bins=n_bins, show_counts=False)
-        ax.get_legend().remove()
+        reliability_diagram(probs, labels, ax=ax, n_bins=n_bins, show_counts=False, legend=False)
         ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize=9)
         ax.set(xlabel="", ylabel="")
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    fig.supxlabel("confidence")
+    # the lowest panel of each column carries the confidence scale, also above an unused axes
+    for column in axes.T:
+        drawn = [ax for ax in column if ax.axison]
+        if drawn:
+            drawn[-1].tick_params(labelbottom=True)
+            drawn[-1].set_xlabel("confidence")
     fig.supylabel("accuracy")
+    # one key for all the panels, under them: a key inside a panel would cover its bars
+    handles, names = axes.flat[0].get_legend_handles_labels()
+    order = [names.index(n) for n in ("Accuracy", "Gap", "Perfect calibration")]
+    fig.legend([handles[i] for i in order], [names[i] for i in order], loc="outside lower center",
+               ncol=3, fontsize=9, frameon=False)
     return fig, values
 
 

@@ -32,12 +32,48 @@ def test_bars_are_bin_accuracies_and_gaps(binning, name):
     tops = [r.get_y() + r.get_height() for r in gap_bars]
     assert tops == pytest.approx(full["confidence"].tolist())
     assert [r.get_x() for r in accuracy_bars] == pytest.approx(full["lo"].tolist())
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert f"{name} = {100 * ece(probs, labels, binning=binning):.2f} %" in legend
     counts_ax = fig.axes[1]
     heights = [r.get_height() for r in counts_ax.containers[0]]
     assert heights == pytest.approx((table["count"] / len(labels)).tolist())
-    assert ax.get_title() == "t"
+    assert ax.get_title() == f"t\n{name} = {100 * ece(probs, labels, binning=binning):.2f} %"
+    # the key names the bars and the diagonal, and sits under the histogram
+    key = counts_ax.get_legend()
+    assert [t.get_text() for t in key.get_texts()] == ["Accuracy", "Gap", "Perfect calibration"]
+    plt.close(fig)
+
+
+def test_the_key_covers_no_bar_and_the_labels_line_up():
+    """Issue 27: the key used to sit inside the diagram's upper left corner, on the confident
+    bins of a small panel; it now lies under the axes, clear of every axes, tick label and axis
+    label, and the diagram's "Accuracy" lines up with the histogram's "Fraction"."""
+    probs, labels = data()
+    for figsize in ((7, 4.4), (7, 3.4)):  # two diagrams side by side, as the chapters draw them
+        fig, axes = plt.subplots(1, 2, figsize=figsize)
+        reliability_diagram(probs, labels, ax=axes[0], title="before")
+        reliability_diagram(probs, labels, ax=axes[1], binning="mass", title="after")
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        keys = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        assert len(keys) == 2
+        drawn = [ax.get_window_extent(renderer) for ax in fig.axes]
+        for ax in fig.axes:
+            drawn += [t.get_window_extent(renderer) for t in ax.get_xticklabels() + ax.get_yticklabels()
+                      if t.get_visible() and t.get_text()]
+            drawn += [a.label.get_window_extent(renderer) for a in (ax.xaxis, ax.yaxis) if a.label.get_text()]
+        for key in keys:
+            box = key.get_window_extent(renderer)
+            assert not any(box.overlaps(other) for other in drawn)
+            assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
+        for diagram, histogram in ((fig.axes[0], fig.axes[2]), (fig.axes[1], fig.axes[3])):
+            assert diagram.yaxis.label.get_window_extent(renderer).x0 == pytest.approx(
+                histogram.yaxis.label.get_window_extent(renderer).x0, abs=1)
+        plt.close(fig)
+    fig, ax = plt.subplots()
+    reliability_diagram(probs, labels, ax=ax, show_counts=False, legend=False)
+    assert ax.get_legend() is None and ax.get_title().startswith("ECE = ")
+    with pytest.raises(TypeError, match="legend must be a bool"):
+        reliability_diagram(probs, labels, ax=ax, legend="no")
     plt.close(fig)
 
 
@@ -129,20 +165,24 @@ def test_without_counts_and_bad_input(tmp_path):
 
 
 def test_reliability_grid_keeps_its_shared_labels_off_the_tick_labels():
+    """The shared "accuracy", the key under the panels and each column's "confidence" overlap no
+    tick label; the lowest panel of each column carries the scale, also above an unused axes."""
     from calibnb.plots import reliability_grid
 
-    fig, _ = reliability_grid({f"m{i}": data(seed=i) for i in range(3)}, ncols=3)  # one row: little room
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    xlabel, ylabel = fig._supxlabel.get_window_extent(renderer), fig._supylabel.get_window_extent(renderer)
-    for ax in fig.axes:
-        for tick in ax.get_xticklabels():
-            if tick.get_visible() and tick.get_text():
-                assert not xlabel.overlaps(tick.get_window_extent(renderer)), tick.get_text()
-        for tick in ax.get_yticklabels():
-            if tick.get_visible() and tick.get_text():
-                assert not ylabel.overlaps(tick.get_window_extent(renderer)), tick.get_text()
-    plt.close(fig)
+    for n in (3, 5):  # one row (little room), and two rows with an unused axes
+        fig, _ = reliability_grid({f"m{i}": data(seed=i) for i in range(n)}, ncols=3)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ticks = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()
+                 if t.get_visible() and t.get_text()]
+        labels = [fig._supylabel.get_window_extent(renderer), fig.legends[0].get_window_extent(renderer)]
+        labels += [ax.xaxis.label.get_window_extent(renderer) for ax in fig.axes if ax.get_xlabel()]
+        assert len(labels) == 2 + 3  # a "confidence" under each column
+        for label in labels:
+            assert not any(label.overlaps(tick) for tick in ticks)
+        assert [t.get_text() for t in fig.legends[0].get_texts()] == ["Accuracy", "Gap", "Perfect calibration"]
+        assert all(ax.get_legend() is None for ax in fig.axes)  # no key inside a panel
+        plt.close(fig)
 
 
 def test_reliability_grid_draws_one_panel_per_entry_with_its_ece():
@@ -217,3 +257,26 @@ def test_method_colours_never_repeat():
         assert len({tuple(np.round(c, 6)) for c in colours.values()}) == n
     with pytest.raises(ValueError, match="distinct"):
         method_colours(["CE", "CE"])
+
+
+def test_method_panels_draw_each_method_over_the_others_in_grey():
+    import pandas as pd
+
+    from calibnb.plots import method_colours, method_panels
+
+    names = [f"m{i}" for i in range(6)]
+    curves = {n: pd.Series(np.linspace(1.0, 0.1 * (i + 1), 5), index=np.arange(1, 6)) for i, n in enumerate(names)}
+    fig = method_panels(curves, "validation ECE (%)", ncols=4, log=True, marks=[2.5])
+    drawn = [ax for ax in fig.axes if ax.axison]
+    assert len(fig.axes) == 8 and len(drawn) == 6
+    colour = method_colours(names)
+    for ax, name in zip(drawn, names):
+        assert ax.get_title() == name and ax.get_yscale() == "log"
+        *others, own = ax.lines[:len(names)]
+        assert np.allclose(own.get_color(), colour[name]) and own.get_linewidth() > others[0].get_linewidth()
+        np.testing.assert_array_equal(own.get_ydata(), curves[name].to_numpy())
+        assert all(line.get_color() == "0.82" for line in others)
+        assert len(ax.lines) == len(names) + 1  # and the mark
+    with pytest.raises(ValueError, match="curves is empty"):
+        method_panels({}, "y")
+    plt.close(fig)
