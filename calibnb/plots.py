@@ -320,6 +320,7 @@ def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n
         reliability_diagram(probs, labels, ax=ax, n_bins=n_bins, show_counts=False, legend=False)
         ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize=9)
         ax.set(xlabel="", ylabel="")
+        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])  # side by side, five ticks a panel would touch
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     # the lowest panel of each column carries the confidence scale, also above an unused axes
