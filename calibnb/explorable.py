@@ -170,10 +170,10 @@ def _unit_axis(label: str) -> dict:
 def focal_map(gammas=np.round(np.arange(0, 51) * 0.1, 10), n_points: int = 121, initial: float = 3.0) -> Explorable:
     """The binary focal calibration map ``p̂(q)`` (Komisarenko & Kull 2024, Prop. 2) as γ moves.
 
-    Each frame draws ``p̂`` for one γ (:func:`calibnb.theory.binary_focal_calibration`) between
+    Each frame draws ``p̂`` for one γ (``calibnb.theory.binary_focal_calibration``) between
     the two temperature-scaling maps ``sigmoid(logit(q) / T)`` of Proposition 3
-    (:func:`calibnb.theory.temperature_bounds`): below ``T_low`` and above ``T_high`` for
-    ``q > 1/2``, the reverse below. ``gammas`` (2 to :data:`MAX_FRAMES` increasing values >= 0,
+    (``calibnb.theory.temperature_bounds``): below ``T_low`` and above ``T_high`` for
+    ``q > 1/2``, the reverse below. ``gammas`` (2 to ``MAX_FRAMES`` increasing values >= 0,
     where the bounds hold) are the frames; ``n_points`` the q grid on [0, 1].
     """
     gammas = _frame_values(gammas, "gammas", minimum=0.0)

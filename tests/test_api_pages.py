@@ -15,7 +15,7 @@ import pytest
 from book_pages import REPO, toc_files
 
 #: The packages with a page of their own, in the order of the part.
-PACKAGES = ["metrics", "losses", "calibration", "data", "models", "train", "runs", "analysis", "plots"]
+PACKAGES = ["metrics", "losses", "calibration", "data", "models", "train", "runs", "analysis", "plots", "explorable"]
 
 DIRECTIVE = re.compile(r"^\.\. auto(function|class|data):: +(\S+)", re.M)
 SUMMARY = re.compile(r"^\.\. autosummary::\n(?:   :\S+:.*\n)*\n((?:   \S+\n)+)", re.M)
@@ -38,6 +38,7 @@ def summarised(package: str) -> list[str]:
 
 
 def kind_of(obj) -> str:
+    obj = inspect.unwrap(obj)  # a cached function (functools.cache) is a function
     if inspect.isclass(obj):
         return "class"
     if inspect.isfunction(obj) or inspect.isbuiltin(obj):
