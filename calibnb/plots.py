@@ -17,6 +17,20 @@ from calibnb._validation import check_type
 from calibnb.atomic import atomic_path
 from calibnb.metrics import ece, reliability_table
 
+
+def _hide_unused_and_label_columns(axes, used: int, xlabel: str = "") -> None:
+    """Turn off the panels of a grid past the first ``used``, and give the lowest drawn panel of
+    each column its x tick labels (and ``xlabel``), so the scale sits under every column."""
+    for ax in axes.flat[used:]:
+        ax.axis("off")
+    for column in axes.T:
+        drawn = [ax for ax in column if ax.axison]
+        if drawn:
+            drawn[-1].tick_params(labelbottom=True)
+            if xlabel:
+                drawn[-1].set_xlabel(xlabel)
+
+
 __all__ = [
     "COLUMN_WIDTH",
     "ece_by_seed",
@@ -254,12 +268,7 @@ def method_panels(curves: dict, ylabel: str, ncols: int = 4, log: bool = False, 
             ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.yaxis.set_minor_formatter(ticker.NullFormatter())
-    for ax in axes.flat[len(names):]:
-        ax.axis("off")
-    for column in axes.T:
-        drawn = [ax for ax in column if ax.axison]
-        if drawn:
-            drawn[-1].tick_params(labelbottom=True)
+    _hide_unused_and_label_columns(axes, len(names))
     fig.supxlabel("epoch", fontsize=10)
     fig.supylabel(ylabel, fontsize=10)
     return fig
@@ -321,14 +330,8 @@ def reliability_grid(panels: dict, titles: dict | None = None, ncols: int = 3, n
         ax.set_title(f"{titles.get(name, name)}\nECE = {100 * values[name]:.2f} %", fontsize=9)
         ax.set(xlabel="", ylabel="")
         ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])  # side by side, five ticks a panel would touch
-    for ax in axes.flat[len(panels):]:
-        ax.axis("off")
     # the lowest panel of each column carries the confidence scale, also above an unused axes
-    for column in axes.T:
-        drawn = [ax for ax in column if ax.axison]
-        if drawn:
-            drawn[-1].tick_params(labelbottom=True)
-            drawn[-1].set_xlabel("confidence")
+    _hide_unused_and_label_columns(axes, len(panels), xlabel="confidence")
     fig.supylabel("accuracy")
     # one key for all the panels, under them: a key inside a panel would cover its bars
     handles, names = axes.flat[0].get_legend_handles_labels()
