@@ -378,3 +378,19 @@ def test_bert_without_transformers_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"pip install 'calibnb\[text\]'"):
         get_model("bert", 20)
+
+
+def test_he_init_refuses_an_unknown_fan_and_starts_batchnorm_as_the_identity():
+    import torch
+    from torch import nn
+
+    from calibnb.models.init import he_init
+
+    with pytest.raises(ValueError, match="mode"):
+        he_init(nn.Conv2d(3, 8, 3), mode="fan_avg")
+    model = nn.Sequential(nn.Conv2d(16, 32, 3), nn.BatchNorm2d(32))
+    nn.init.constant_(model[1].weight, 5.0)
+    torch.manual_seed(0)
+    he_init(model, mode="fan_in")
+    assert torch.equal(model[1].weight, torch.ones(32)) and torch.equal(model[1].bias, torch.zeros(32))
+    assert model[0].weight.std().item() == pytest.approx((2 / (16 * 9)) ** 0.5, rel=0.05)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .init import he_init
+
 #: The input side of the ImageNet nets (the standard pipeline's crop).
 IMAGENET_SIZE = 224
 
@@ -80,12 +82,7 @@ class ImageNetResNet(nn.Module):
             setattr(self, f"layer{i}", nn.Sequential(*stage))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(in_planes, num_classes)
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+        he_init(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.maxpool(self.relu(self.bn1(self.conv1(x))))
@@ -131,14 +128,8 @@ class ImageNetDenseNet(nn.Module):
         features["norm5"] = nn.BatchNorm2d(planes)
         self.features = nn.Sequential(_ordered(features))
         self.classifier = nn.Linear(planes, num_classes)
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                nn.init.kaiming_normal_(module.weight)
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Linear):
-                nn.init.zeros_(module.bias)
+        he_init(self, mode="fan_in")
+        nn.init.zeros_(self.classifier.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.relu(self.features(x))

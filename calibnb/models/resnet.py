@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .imagenet import IMAGENET_SIZE, imagenet_resnet50, imagenet_resnet110
+from .init import he_init
 
 #: Input sides (pixels) of the reference's two nets: CIFAR's 32 (Fashion-MNIST's 28 works too),
 #: and Tiny-ImageNet's 64.
@@ -96,9 +97,7 @@ class ResNet(nn.Module):
         self.layer4 = self._make_stage(512, blocks[3], stride=2)
         self.fc = nn.Linear(512 * Bottleneck.expansion * self.pool_grid**2, num_classes)
         if image_size == TINY_IMAGENET_SIZE:
-            for module in self.modules():
-                if isinstance(module, nn.Conv2d):
-                    nn.init.kaiming_normal_(module.weight, mode="fan_out", nonlinearity="relu")
+            he_init(self)
 
     def _make_stage(self, planes: int, n_blocks: int, stride: int) -> nn.Sequential:
         layers = []

@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .init import he_init
+
 
 def _conv3x3(in_planes: int, out_planes: int, stride: int = 1) -> nn.Conv2d:
     return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
@@ -63,12 +65,7 @@ class WideResNet(nn.Module):
         self.layer3 = self._make_stage(64 * width, n, stride=2)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(64 * width, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, nn.BatchNorm2d):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        he_init(self)
 
     def _make_stage(self, planes: int, n_blocks: int, stride: int) -> nn.Sequential:
         downsample = None
