@@ -213,3 +213,14 @@ def test_a_verified_record_collects_claims_and_refuses_an_unnamed_test():
     with pytest.raises(ValueError, match="status"):
         record.add("a claim", "1", "1", None, "tests/x.py")
     assert len(record) == 2
+
+
+def test_power_of_ten_bound_is_the_smallest_power_above_and_refuses_zero():
+    from calibnb.analysis.tables import power_of_ten_bound_text
+
+    assert power_of_ten_bound_text(3.6e-15) == "10⁻¹⁴"
+    assert power_of_ten_bound_text(9.99e-7) == "10⁻⁶"
+    assert power_of_ten_bound_text(0.5) == "10⁰"
+    for bad in (0.0, -1e-9, float("nan")):
+        with pytest.raises(ValueError, match="value"):
+            power_of_ten_bound_text(bad)

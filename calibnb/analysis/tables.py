@@ -267,6 +267,19 @@ def power_of_ten_text(value, digits: int = 0) -> str:
     return f"{mantissa} × 10" + str(int(exponent)).translate(_SUPERSCRIPTS)
 
 
+def power_of_ten_bound_text(value) -> str:
+    """The smallest power of ten above a positive ``value``, as a reader writes it: a rounding
+    difference of ``3.6e-15`` is "below ``10⁻¹⁴``".
+
+    >>> power_of_ten_bound_text(3.552713678800501e-15), power_of_ten_bound_text(2e-7)
+    ('10⁻¹⁴', '10⁻⁶')
+    """
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"value: expected a finite positive number, got {value!r}")
+    return "10" + str(int(np.floor(np.log10(value))) + 1).translate(_SUPERSCRIPTS)
+
+
 #: A cell made of numbers only (digits, signs, brackets, ±, %): it never wraps.
 _NUMBERS_ONLY = re.compile(r"[\s\d.,±%()+\-−–×eE/:;\[\]✓◀≤≥<>=≈|·…*~^]+")
 
