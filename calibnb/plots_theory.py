@@ -207,8 +207,7 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     for ax, (name, risk) in zip(axes.flat, panels):
         ax.tricontour(tri, risk, levels=np.percentile(risk, percentiles), colors=colours)
         ax.plot(x0, y0, "k*", markersize=9)
-        draw_simplex(ax, name, label_size=LEGIBLE_SIZE)
-        ax.set_title(name, pad=16)  # above the top corner's name
+        draw_simplex(ax, name, label_size=LEGIBLE_SIZE)  # its title stands above the top corner's name
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     handles = [Line2D([], [], color=c, label=f"{p:g} % quantile") for c, p in zip(colours, percentiles)]

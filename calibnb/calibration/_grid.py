@@ -152,9 +152,9 @@ def grid_blocks(n: int, k: int) -> list:
 
     No block has exactly ``k`` rows or a single row when ``n`` has a choice: the compiled kernel
     (``torch.compile(dynamic=True)``) gives two equal sizes one symbol ("duck sizing") and
-    specialises sizes 0 and 1, so such a block would recompile it (10–25 s) in the middle of a
-    fit. The block height goes down by one row until neither it nor the last block's is one of
-    those sizes.
+    specialises sizes 0 and 1, so such a block would recompile it (torch.compile's whole fixed
+    cost) in the middle of a fit. The block height goes down by one row until neither it nor the
+    last block's is one of those sizes.
     """
     rows = max(2, BLOCK_ELEMENTS // max(k, 1))
     while rows > 2 and (rows == k or (n > rows and n % rows in (1, k))):
