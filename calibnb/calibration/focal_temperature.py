@@ -85,7 +85,9 @@ class FocalTemperatureScaling(ClassCountMixin, BaseEstimator):
         points has a temperature of its own. With F the per-temperature and G the per-γ cost,
         the 9-γ grid costs m(F + 9G) and the line m(2F + 3G): the line is faster, but less than
         twice as fast while F >= G, which the γ-free part's two transcendental functions per
-        logit make it (``bench/bench_fts_grid.py --line`` times both).
+        logit make it. Its first phase alone, m(F + 2G), is then near half the grid, so no
+        choice of the last m points makes it twice as fast (``bench/bench_fts_grid.py --line``
+        times the grid, the line and that first phase).
     n_bins, binning : int, {"width", "mass"}
         The ECE of the criterion; the paper uses 15 equal-mass bins.
 
