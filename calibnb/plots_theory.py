@@ -9,9 +9,11 @@ and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictne
 FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
 (Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
 
-The figures of the focal-analysis chapter are drawn :data:`NARROW_WIDTH` wide, their panels
-stacked, and :func:`legible` raises every text to :data:`LEGIBLE_SIZE` points, so that they read
-on a laptop and on a 390-px phone alike (issue 27, item 4).
+Every figure here reads on a laptop and on a 390-px phone alike (issue 27): the focal-analysis
+chapter's are drawn :data:`NARROW_WIDTH` wide, their panels stacked, with every text at least
+:data:`LEGIBLE_SIZE` points; those of the AdaFocal and DFL chapters :data:`PHONE_WIDTH` wide, with
+every text at least :data:`TEXT_POINTS` points. One helper, :func:`legible`, raises the texts of
+a finished figure, the book's and a chapter's own alike.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from .plots_simplex import draw_simplex, simplex_points, to_plane
 __all__ = [
     "NARROW_WIDTH",
     "LEGIBLE_SIZE",
+    "PHONE_WIDTH",
+    "TEXT_POINTS",
     "legible",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
@@ -54,10 +58,23 @@ NARROW_WIDTH = 4.4
 #: The smallest font size, in points, of any text in those figures (ticks, labels, legends, titles).
 LEGIBLE_SIZE = 11.5
 
+#: A figure drawn for a phone as well as a laptop is at most ``PHONE_WIDTH`` inches wide (450 px
+#: at matplotlib's 100 dpi): the book shows it at its own size in its 688-px column and shrinks it
+#: to about 342 px on a 390-px phone, where its ``TEXT_POINTS`` texts (:func:`legible`) still
+#: read as 9 points.
+PHONE_WIDTH = 4.5
+TEXT_POINTS = 12
+
 
 def legible(fig, size: float = LEGIBLE_SIZE):
     """Raise every text of ``fig`` (tick labels, axis labels, titles, legends, annotations, colour
-    bars) to at least ``size`` points, and return ``fig``. Call it before the layout."""
+    bars) to at least ``size`` points, and return ``fig``: :data:`LEGIBLE_SIZE` for a figure
+    :data:`NARROW_WIDTH` wide, :data:`TEXT_POINTS` for one :data:`PHONE_WIDTH` wide.
+
+    Call it once the figure is drawn and before its layout (``tight_layout`` then makes room for
+    the larger texts). Sizes are set on the artists, not through ``rcParams``, so the figure
+    shows inline in a notebook whatever the backend's state.
+    """
     fig.canvas.draw()  # creates the tick labels that a draw would show
     for ax in fig.axes:
         ax.tick_params(labelsize=size)
@@ -218,32 +235,12 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     return fig
 
 
-#: A figure drawn for a phone as well as a laptop is at most ``PHONE_WIDTH`` inches wide (450 px
-#: at matplotlib's 100 dpi): the book shows it at its own size in its 688-px column and shrinks it
-#: to about 342 px on a 390-px phone, where its ``TEXT_POINTS`` legends and labels still read as
-#: 9 points and its ``TICK_POINTS`` tick labels as 8.
-PHONE_WIDTH = 4.5
-TEXT_POINTS = 12
-TICK_POINTS = 11
-
-
-def readable_axes(*axes):
-    """Set the tick labels of ``axes`` to :data:`TICK_POINTS` and their axis labels and titles to
-    :data:`TEXT_POINTS` (legends and annotations take ``fontsize=TEXT_POINTS`` where drawn).
-    Sizes are set on the artists, not through ``rcParams``, so the figure shows inline in a
-    notebook whatever the backend's state."""
-    for ax in axes:
-        ax.tick_params(labelsize=TICK_POINTS)
-        for text in (ax.xaxis.label, ax.yaxis.label, ax.title):
-            text.set_fontsize(TEXT_POINTS)
-
-
 def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
     """Tao et al. (2023) Fig. 1: phi of FL and DFL with the landmarks v_m, v' and v_uc.
 
     The landmarks are dotted vertical lines named above the axes (horizontal text), so no label
     crosses a curve; the legend sits in the lower left, below both curves. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more."""
     v = np.linspace(1e-4, 1, 500)
     fl, dfl = theory.phi_landmarks(gamma, 0.0), theory.phi_landmarks(gamma, C)
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
@@ -255,10 +252,10 @@ def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
     for name, x, color in landmarks:
         ax.axvline(x, ls=":", color=color)
         ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", color=color, fontsize=TEXT_POINTS)
+                    textcoords="offset points", ha="center", va="bottom", color=color)
     ax.set(xlabel=r"$v = q^*_m$, the top probability", ylabel=r"$\phi(v)$")
-    ax.legend(loc="lower left", fontsize=TEXT_POINTS)
-    readable_axes(ax)
+    ax.legend(loc="lower left")
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -270,7 +267,7 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     drops where the two small classes tie (``a = (1 - top) / 2``): the isolated point below the
     curve is the minimiser, so the two classes get equal probability although ``eta`` differs.
     The curve is drawn in two pieces, left and right of the tie, where it jumps. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`.
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more.
     """
     eta = np.asarray(eta, dtype=float)
     rest = 1.0 - top
@@ -285,8 +282,8 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     ax.plot([rest / 2], theory.dual_focal_risk(tie, eta, gamma), "o", color="C3", label=r"the tie $q_0 = q_1$")
     ax.plot(a[~left], risk[~left], color="C0")
     ax.set(xlabel=rf"$q_0$ (with $q_2 = {top:.3f}$)", ylabel=f"risk of DFL, γ = {gamma:g}")
-    ax.legend(loc="upper right", fontsize=TEXT_POINTS)
-    readable_axes(ax)
+    ax.legend(loc="upper right")
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -319,8 +316,8 @@ def plot_two_moons(results: dict):
 def plot_per_bin_gaps(gaps):
     """Ghosh et al. Fig. 1(b) at the end of training: ``C_val,b - A_val,b`` per equal-mass bin,
     one line per run (a row of :func:`calibnb.theory.per_bin_gaps`), told apart by colour and
-    marker; the legend stands above the axes, clear of the data. Drawn at :data:`PHONE_WIDTH`
-    with :func:`readable_axes`."""
+    marker; the legend stands above the axes, clear of the data. Drawn at :data:`PHONE_WIDTH`,
+    its texts :data:`TEXT_POINTS` points or more."""
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
     for k, (name, row) in enumerate(gaps.iterrows()):
         ax.plot(row.index, row.to_numpy(), marker="osD^v"[k % 5], ms=5, color=f"C{k}",
@@ -329,8 +326,8 @@ def plot_per_bin_gaps(gaps):
     ax.set(xlabel="validation bin (low → high confidence)",
            ylabel=r"$C_{\mathrm{val}} - A_{\mathrm{val}}$", xticks=list(gaps.columns)[::2])
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(gaps), frameon=False,
-              columnspacing=1.2, fontsize=TEXT_POINTS)
-    readable_axes(ax)
+              columnspacing=1.2)
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -340,7 +337,7 @@ def plot_train_val_confidence(tables: dict):
     ``C_train`` (solid) and the validation confidence ``C_val`` (stars), one colour per run
     (``tables``: label -> :func:`calibnb.theory.train_val_bin_confidence`). One legend above
     the axes names the colours and the two line styles, clear of the data. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more."""
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.6))
     handles = []
     for k, (name, tab) in enumerate(tables.items()):
@@ -357,7 +354,7 @@ def plot_train_val_confidence(tables: dict):
     ax.set(xlabel="validation bin (low → high confidence)", ylabel="mean confidence",
            xticks=list(next(iter(tables.values())).index)[::2])
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, frameon=False,
-              handlelength=1.8, columnspacing=1.2, fontsize=TEXT_POINTS)
-    readable_axes(ax)
+              handlelength=1.8, columnspacing=1.2)
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig

@@ -148,6 +148,30 @@ def test_the_readability_rule_finds_small_text_and_a_covering_legend():
     fig = plt.figure(figsize=(7.0, 3.0))  # 10-point text shrunk from 700 to 342 px: 4.9 pt
     fig.text(0.5, 0.5, "a label")
     assert _readability_defects(fig) == ["'a label' at 4.9 pt on a phone"]
+@pytest.mark.parametrize("size", [plots_theory.LEGIBLE_SIZE, plots_theory.TEXT_POINTS])
+def test_legible_raises_every_text_and_lowers_none(size):
+    """The one readability helper of the book's figures: every visible text of a figure (tick
+    labels of the axes and of a colour bar, axis labels, titles, legends, annotations, a figure
+    legend) reaches ``size``; a text already larger keeps its size."""
+    from matplotlib.text import Text
+
+    fig, (ax, other) = plt.subplots(2, 1, figsize=(plots_theory.PHONE_WIDTH, 5.0))
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set(xlabel="x", ylabel="y", title="a title")
+    ax.legend(fontsize=6)
+    ax.annotate("a note", (0.5, 0.5), fontsize=7)
+    image = other.imshow(np.arange(4.0).reshape(2, 2))
+    fig.colorbar(image, ax=other).set_label("a colour bar", fontsize=5)
+    fig.legend(handles=ax.get_lines(), loc="lower center", fontsize=8)
+    big = fig.suptitle("large", fontsize=20)
+    assert plots_theory.legible(fig, size) is fig
+    fig.canvas.draw()
+    texts = [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+    ticks = [t for a in fig.axes for t in a.get_xticklabels() + a.get_yticklabels() if t.get_text()]
+    assert len(ticks) > 10 and min(t.get_fontsize() for t in ticks + texts) >= size
+    assert big.get_fontsize() == 20
+
+
 @pytest.mark.parametrize(
     "draw",
     [
