@@ -7,7 +7,8 @@ Komisarenko & Kull (2024): :func:`plot_focal_map_and_proper_loss` (Fig. 1),
 Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_dfl_phi` (Fig. 1)
 and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
 FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
-(Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
+(Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2). The loss chapters' losses along the true
+class's probability and their slopes (Ghosh et al. Fig. 3(a) and its kin): :func:`plot_loss_and_slope`.
 
 Every figure here reads on a laptop and on a 390-px phone alike (issue 27): the focal-analysis
 chapter's are drawn :data:`NARROW_WIDTH` wide, their panels stacked, with every text at least
@@ -26,6 +27,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.tri import Triangulation
 
 from . import theory
+from ._validation import check_int, check_type, check_vector
 from .plots import COLUMN_WIDTH
 from .plots_simplex import draw_simplex, simplex_points, to_plane
 
@@ -35,6 +37,7 @@ __all__ = [
     "PHONE_WIDTH",
     "TEXT_POINTS",
     "legible",
+    "plot_loss_and_slope",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
     "plot_focal_map_and_proper_loss",
@@ -232,6 +235,90 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False, title="isoline of the risk at its")
     legible(fig)
     fig.tight_layout(rect=(0, 0.13, 1, 1), w_pad=2.0)  # the corners of neighbouring panels apart
+    return fig
+
+
+def plot_loss_and_slope(p_t, curves: dict, styles: dict | None = None, *, loss_ylim=None, slope_ylim=None,
+                        xlabel: str = "$p_t$", slope_label: str = r"$\partial \mathcal{L} / \partial p_t$",
+                        legend_columns: int = 2):
+    """Losses along the true class's probability ``p_t`` (top) and their slopes ``dL/dp_t``
+    (bottom), one named curve per loss, as in Ghosh et al. (2022) Fig. 3(a) (CE, focal, inverse
+    focal and CalFocal losses against ``p_n``) and the book's focal-loss, AdaFocal, dual focal and
+    FCL chapters.
+
+    Parameters
+    ----------
+    p_t : array of shape (n,)
+        The points along the path, as given to :func:`calibnb.losses.loss_along_pt`.
+    curves : dict
+        Label -> ``(values, slopes)``, each of shape ``(n,)`` and finite: what
+        :func:`calibnb.losses.loss_along_pt` returns for one loss. The labels name the top
+        panel's lines in the legend; the bottom panel repeats the lines without labels.
+    styles : dict, optional
+        Label (of ``curves``) -> keyword arguments of ``Axes.plot`` (``ls``, ``color``, ``lw``, ...)
+        for that curve in both panels. A curve's colour is otherwise ``C0``, ``C1``, ... in the
+        order of ``curves``, its line solid.
+    loss_ylim, slope_ylim : (low, high), optional
+        The y-limits of the loss and of the slope panel (matplotlib's own when None).
+    xlabel, slope_label : str
+        The x-axis label (under the bottom panel) and the slope panel's y-label.
+    legend_columns : int
+        The most columns of the legend, which stands above the top panel, clear of the curves;
+        fewer where that many would be wider than the figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels sharing the ``p_t`` axis, drawn :data:`PHONE_WIDTH` wide with every text at
+        least :data:`TEXT_POINTS` points (:func:`legible`), so that it reads on a phone.
+
+    Raises
+    ------
+    TypeError
+        If ``curves``, ``styles`` or a curve's style is not a dict.
+    ValueError
+        If ``curves`` is empty, a curve is not a ``(values, slopes)`` pair of ``p_t``'s length or
+        holds NaN or inf, ``styles`` names a curve that ``curves`` lacks, or ``legend_columns`` < 1.
+    """
+    p_t = check_vector(p_t, "p_t", min_size=2)
+    check_type(curves, "curves", dict, "a dict of label -> (values, slopes)")
+    if not curves:
+        raise ValueError("curves must name at least one (values, slopes) pair")
+    styles = {} if styles is None else check_type(styles, "styles", dict, "a dict of label -> plot keywords")
+    unknown = sorted(map(str, set(styles) - set(curves)))
+    if unknown:
+        raise ValueError(f"styles names curves that curves lacks: {', '.join(unknown)}")
+    for name, style in styles.items():
+        check_type(style, f"styles[{name!r}]", dict, "a dict of Axes.plot keywords")
+    legend_columns = check_int(legend_columns, "legend_columns", minimum=1)
+    lines = {}
+    for name, pair in curves.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"curves[{name!r}] must be a (values, slopes) pair")
+        values, slopes = (check_vector(a, f"curves[{name!r}][{i}]") for i, a in enumerate(pair))
+        if values.shape != p_t.shape or slopes.shape != p_t.shape:
+            raise ValueError(f"curves[{name!r}] must hold {p_t.size} values and slopes, one per p_t; "
+                             f"got {values.size} and {slopes.size}")
+        lines[name] = values, slopes
+    fig, (ax_loss, ax_slope) = plt.subplots(2, 1, figsize=(PHONE_WIDTH, 4.8), sharex=True)
+    for k, (name, (values, slopes)) in enumerate(lines.items()):
+        style = {"color": f"C{k}", **styles.get(name, {})}
+        ax_loss.plot(p_t, values, label=str(name), **style)
+        ax_slope.plot(p_t, slopes, **style)
+    ax_loss.set(ylabel="loss", ylim=loss_ylim)
+    ax_slope.set(xlabel=xlabel, ylabel=slope_label, ylim=slope_ylim)
+    legible(fig, TEXT_POINTS)
+    renderer = fig.canvas.get_renderer()
+    for columns in range(min(legend_columns, len(lines)), 0, -1):  # as many as fit in the figure
+        legend = ax_loss.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, frameon=False,
+                                handlelength=1.5, columnspacing=0.8, fontsize=TEXT_POINTS)
+        fig.set_figheight(4.8 + 0.3 * -(-len(lines) // columns))  # room for the legend's rows
+        if columns > 1 and legend.get_window_extent(renderer).width > fig.bbox.width:
+            continue  # wider than the figure wherever it stands
+        fig.tight_layout()
+        box = legend.get_window_extent(renderer)
+        if columns == 1 or (box.x0 >= 0 and box.x1 <= fig.bbox.width):
+            break
     return fig
 
 
