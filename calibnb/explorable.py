@@ -21,7 +21,7 @@ cell.
 
 A frame is a list of layers: ``{"kind": "line" | "points", "x": ..., "y": ..., "style": ...}``
 or ``{"kind": "bars", "x0", "x1", "y0", "y1", "style"}``, in data coordinates; ``x`` may name
-an array of the figure's ``grids``. Numbers are written to :data:`DIGITS` significant digits.
+an array of the figure's ``grids``. Numbers drawn are written to :data:`DIGITS` significant digits.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from scipy.special import expit, logit, softmax
 
 from .calibration import FocalTemperatureScaling
 from ._validation import check_choice, check_int, check_logits_labels, check_n_bins, check_real, check_vector
-from .metrics import ece, reliability_table
+from .metrics import reliability_table
 from .theory import binary_focal_calibration, temperature_bounds
 
 __all__ = ["Explorable", "focal_map", "reliability_under_temperature", "fts_valley", "viewer", "DIGITS", "MARKED_Q"]
@@ -218,9 +218,11 @@ def reliability_under_temperature(logits, labels, temperatures=np.round(np.arang
     """A reliability diagram of ``softmax(logits / T)`` and its ECE as the temperature moves.
 
     Each frame is :func:`calibnb.metrics.reliability_table` of one T (bars: each non-empty bin's
-    accuracy over its edges; a narrower bar: the gap to its mean confidence) and the readout
-    :func:`calibnb.metrics.ece` with the same bins (Guo et al. 2017). Temperature scaling leaves
-    the predicted class, hence the accuracy, unchanged: only the confidences move.
+    accuracy over its edges; a narrower bar: the gap to its mean confidence) and the ECE of those
+    same bins, ``sum_b (n_b / N) |acc_b - conf_b|`` (Guo et al. 2017, Eq. 3), in the readout and,
+    unrounded, as the frame's ``ece``: each frame bins the probabilities once, and its ECE is
+    :func:`calibnb.metrics.ece` with ``n_bins`` and ``binning``. Temperature scaling leaves the
+    predicted class, hence the accuracy, unchanged: only the confidences move.
     """
     z, y = check_logits_labels(logits, labels)
     temperatures = _frame_values(temperatures, "temperatures", minimum=0.0, strict_minimum=True)
@@ -232,15 +234,15 @@ def reliability_under_temperature(logits, labels, temperatures=np.round(np.arang
     for t in temperatures:
         probs = softmax(z / t, axis=1)
         table = reliability_table(probs, y, n_bins, binning)
-        table = table[table["count"] > 0]
-        error = ece(probs, y, n_bins, binning)
+        table = table[table["count"] > 0]  # an empty bin has no mean, and no weight in the ECE
+        error = float((table["count"] * (table["accuracy"] - table["confidence"]).abs()).sum() / len(y))
         width = (table["hi"] - table["lo"]).to_numpy()
         centre = (table["confidence"]).to_numpy()
         frames.append({
             "readout": (f"T = {t:.2f}: ECE = {100 * error:.2f} % ({n_bins} {kind} bins); "
                         f"mean confidence {100 * probs.max(axis=1).mean():.1f} %, "
                         f"accuracy {100 * accuracy:.1f} %"),
-            "ece": float(f"{error:.{DIGITS}g}"),
+            "ece": error,
             "layers": [
                 {"kind": "bars", "x0": _rounded(table["lo"]), "x1": _rounded(table["hi"]),
                  "y0": [0.0] * len(table), "y1": _rounded(table["accuracy"]), "style": "bar"},

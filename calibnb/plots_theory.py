@@ -7,11 +7,14 @@ Komisarenko & Kull (2024): :func:`plot_focal_map_and_proper_loss` (Fig. 1),
 Mukhoti et al. (2020): :func:`plot_mukhoti_gap`. Tao et al. (2023): :func:`plot_dfl_phi` (Fig. 1)
 and :func:`plot_dual_focal_risk_slice` (the tie that breaks Theorem 1's strictness).
 FCL paper, Appendix A.11 (Fig. 7): :func:`plot_two_moons`. Ghosh et al. (2022): :func:`plot_per_bin_gaps`
-(Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2).
+(Fig. 1b) and :func:`plot_train_val_confidence` (Fig. 2). The loss chapters' losses along the true
+class's probability and their slopes (Ghosh et al. Fig. 3(a) and its kin): :func:`plot_loss_and_slope`.
 
-The figures of the focal-analysis chapter are drawn :data:`NARROW_WIDTH` wide, their panels
-stacked, and :func:`legible` raises every text to :data:`LEGIBLE_SIZE` points, so that they read
-on a laptop and on a 390-px phone alike (issue 27, item 4).
+Every figure here reads on a laptop and on a 390-px phone alike (issue 27): the focal-analysis
+chapter's are drawn :data:`NARROW_WIDTH` wide, their panels stacked, with every text at least
+:data:`LEGIBLE_SIZE` points; those of the AdaFocal and DFL chapters :data:`PHONE_WIDTH` wide, with
+every text at least :data:`TEXT_POINTS` points. One helper, :func:`legible`, raises the texts of
+a finished figure, the book's and a chapter's own alike.
 """
 
 from __future__ import annotations
@@ -24,13 +27,17 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.tri import Triangulation
 
 from . import theory
+from ._validation import check_int, check_type, check_vector
 from .plots import COLUMN_WIDTH
 from .plots_simplex import draw_simplex, simplex_points, to_plane
 
 __all__ = [
     "NARROW_WIDTH",
     "LEGIBLE_SIZE",
+    "PHONE_WIDTH",
+    "TEXT_POINTS",
     "legible",
+    "plot_loss_and_slope",
     "plot_mukhoti_gap",
     "plot_focal_minimizer",
     "plot_focal_map_and_proper_loss",
@@ -54,10 +61,23 @@ NARROW_WIDTH = 4.4
 #: The smallest font size, in points, of any text in those figures (ticks, labels, legends, titles).
 LEGIBLE_SIZE = 11.5
 
+#: A figure drawn for a phone as well as a laptop is at most ``PHONE_WIDTH`` inches wide (450 px
+#: at matplotlib's 100 dpi): the book shows it at its own size in its 688-px column and shrinks it
+#: to about 342 px on a 390-px phone, where its ``TEXT_POINTS`` texts (:func:`legible`) still
+#: read as 9 points.
+PHONE_WIDTH = 4.5
+TEXT_POINTS = 12
+
 
 def legible(fig, size: float = LEGIBLE_SIZE):
     """Raise every text of ``fig`` (tick labels, axis labels, titles, legends, annotations, colour
-    bars) to at least ``size`` points, and return ``fig``. Call it before the layout."""
+    bars) to at least ``size`` points, and return ``fig``: :data:`LEGIBLE_SIZE` for a figure
+    :data:`NARROW_WIDTH` wide, :data:`TEXT_POINTS` for one :data:`PHONE_WIDTH` wide.
+
+    Call it once the figure is drawn and before its layout (``tight_layout`` then makes room for
+    the larger texts). Sizes are set on the artists, not through ``rcParams``, so the figure
+    shows inline in a notebook whatever the backend's state.
+    """
     fig.canvas.draw()  # creates the tick labels that a draw would show
     for ax in fig.axes:
         ax.tick_params(labelsize=size)
@@ -218,24 +238,88 @@ def plot_risk_isolines(eta=(0.55, 0.3, 0.15), gammas=(1.0, 3.0), percentiles=(3,
     return fig
 
 
-#: A figure drawn for a phone as well as a laptop is at most ``PHONE_WIDTH`` inches wide (450 px
-#: at matplotlib's 100 dpi): the book shows it at its own size in its 688-px column and shrinks it
-#: to about 342 px on a 390-px phone, where its ``TEXT_POINTS`` legends and labels still read as
-#: 9 points and its ``TICK_POINTS`` tick labels as 8.
-PHONE_WIDTH = 4.5
-TEXT_POINTS = 12
-TICK_POINTS = 11
+def plot_loss_and_slope(p_t, curves: dict, styles: dict | None = None, *, loss_ylim=None, slope_ylim=None,
+                        xlabel: str = "$p_t$", slope_label: str = r"$\partial \mathcal{L} / \partial p_t$",
+                        legend_columns: int = 2):
+    """Losses along the true class's probability ``p_t`` (top) and their slopes ``dL/dp_t``
+    (bottom), one named curve per loss, as in Ghosh et al. (2022) Fig. 3(a) (CE, focal, inverse
+    focal and CalFocal losses against ``p_n``) and the book's focal-loss, AdaFocal, dual focal and
+    FCL chapters.
 
+    Parameters
+    ----------
+    p_t : array of shape (n,)
+        The points along the path, as given to :func:`calibnb.losses.loss_along_pt`.
+    curves : dict
+        Label -> ``(values, slopes)``, each of shape ``(n,)`` and finite: what
+        :func:`calibnb.losses.loss_along_pt` returns for one loss. The labels name the top
+        panel's lines in the legend; the bottom panel repeats the lines without labels.
+    styles : dict, optional
+        Label (of ``curves``) -> keyword arguments of ``Axes.plot`` (``ls``, ``color``, ``lw``, ...)
+        for that curve in both panels. A curve's colour is otherwise ``C0``, ``C1``, ... in the
+        order of ``curves``, its line solid.
+    loss_ylim, slope_ylim : (low, high), optional
+        The y-limits of the loss and of the slope panel (matplotlib's own when None).
+    xlabel, slope_label : str
+        The x-axis label (under the bottom panel) and the slope panel's y-label.
+    legend_columns : int
+        The most columns of the legend, which stands above the top panel, clear of the curves;
+        fewer where that many would be wider than the figure.
 
-def readable_axes(*axes):
-    """Set the tick labels of ``axes`` to :data:`TICK_POINTS` and their axis labels and titles to
-    :data:`TEXT_POINTS` (legends and annotations take ``fontsize=TEXT_POINTS`` where drawn).
-    Sizes are set on the artists, not through ``rcParams``, so the figure shows inline in a
-    notebook whatever the backend's state."""
-    for ax in axes:
-        ax.tick_params(labelsize=TICK_POINTS)
-        for text in (ax.xaxis.label, ax.yaxis.label, ax.title):
-            text.set_fontsize(TEXT_POINTS)
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels sharing the ``p_t`` axis, drawn :data:`PHONE_WIDTH` wide with every text at
+        least :data:`TEXT_POINTS` points (:func:`legible`), so that it reads on a phone.
+
+    Raises
+    ------
+    TypeError
+        If ``curves``, ``styles`` or a curve's style is not a dict.
+    ValueError
+        If ``curves`` is empty, a curve is not a ``(values, slopes)`` pair of ``p_t``'s length or
+        holds NaN or inf, ``styles`` names a curve that ``curves`` lacks, or ``legend_columns`` < 1.
+    """
+    p_t = check_vector(p_t, "p_t", min_size=2)
+    check_type(curves, "curves", dict, "a dict of label -> (values, slopes)")
+    if not curves:
+        raise ValueError("curves must name at least one (values, slopes) pair")
+    styles = {} if styles is None else check_type(styles, "styles", dict, "a dict of label -> plot keywords")
+    unknown = sorted(map(str, set(styles) - set(curves)))
+    if unknown:
+        raise ValueError(f"styles names curves that curves lacks: {', '.join(unknown)}")
+    for name, style in styles.items():
+        check_type(style, f"styles[{name!r}]", dict, "a dict of Axes.plot keywords")
+    legend_columns = check_int(legend_columns, "legend_columns", minimum=1)
+    lines = {}
+    for name, pair in curves.items():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"curves[{name!r}] must be a (values, slopes) pair")
+        values, slopes = (check_vector(a, f"curves[{name!r}][{i}]") for i, a in enumerate(pair))
+        if values.shape != p_t.shape or slopes.shape != p_t.shape:
+            raise ValueError(f"curves[{name!r}] must hold {p_t.size} values and slopes, one per p_t; "
+                             f"got {values.size} and {slopes.size}")
+        lines[name] = values, slopes
+    fig, (ax_loss, ax_slope) = plt.subplots(2, 1, figsize=(PHONE_WIDTH, 4.8), sharex=True)
+    for k, (name, (values, slopes)) in enumerate(lines.items()):
+        style = {"color": f"C{k}", **styles.get(name, {})}
+        ax_loss.plot(p_t, values, label=str(name), **style)
+        ax_slope.plot(p_t, slopes, **style)
+    ax_loss.set(ylabel="loss", ylim=loss_ylim)
+    ax_slope.set(xlabel=xlabel, ylabel=slope_label, ylim=slope_ylim)
+    legible(fig, TEXT_POINTS)
+    renderer = fig.canvas.get_renderer()
+    for columns in range(min(legend_columns, len(lines)), 0, -1):  # as many as fit in the figure
+        legend = ax_loss.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, frameon=False,
+                                handlelength=1.5, columnspacing=0.8, fontsize=TEXT_POINTS)
+        fig.set_figheight(4.8 + 0.3 * -(-len(lines) // columns))  # room for the legend's rows
+        if columns > 1 and legend.get_window_extent(renderer).width > fig.bbox.width:
+            continue  # wider than the figure wherever it stands
+        fig.tight_layout()
+        box = legend.get_window_extent(renderer)
+        if columns == 1 or (box.x0 >= 0 and box.x1 <= fig.bbox.width):
+            break
+    return fig
 
 
 def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
@@ -243,7 +327,7 @@ def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
 
     The landmarks are dotted vertical lines named above the axes (horizontal text), so no label
     crosses a curve; the legend sits in the lower left, below both curves. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more."""
     v = np.linspace(1e-4, 1, 500)
     fl, dfl = theory.phi_landmarks(gamma, 0.0), theory.phi_landmarks(gamma, C)
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
@@ -255,10 +339,10 @@ def plot_dfl_phi(gamma: float = 1.0, C: float = 0.3):
     for name, x, color in landmarks:
         ax.axvline(x, ls=":", color=color)
         ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3),
-                    textcoords="offset points", ha="center", va="bottom", color=color, fontsize=TEXT_POINTS)
+                    textcoords="offset points", ha="center", va="bottom", color=color)
     ax.set(xlabel=r"$v = q^*_m$, the top probability", ylabel=r"$\phi(v)$")
-    ax.legend(loc="lower left", fontsize=TEXT_POINTS)
-    readable_axes(ax)
+    ax.legend(loc="lower left")
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -270,7 +354,7 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     drops where the two small classes tie (``a = (1 - top) / 2``): the isolated point below the
     curve is the minimiser, so the two classes get equal probability although ``eta`` differs.
     The curve is drawn in two pieces, left and right of the tie, where it jumps. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`.
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more.
     """
     eta = np.asarray(eta, dtype=float)
     rest = 1.0 - top
@@ -285,8 +369,8 @@ def plot_dual_focal_risk_slice(eta=(0.16060191, 0.05056221, 0.78883588), gamma: 
     ax.plot([rest / 2], theory.dual_focal_risk(tie, eta, gamma), "o", color="C3", label=r"the tie $q_0 = q_1$")
     ax.plot(a[~left], risk[~left], color="C0")
     ax.set(xlabel=rf"$q_0$ (with $q_2 = {top:.3f}$)", ylabel=f"risk of DFL, γ = {gamma:g}")
-    ax.legend(loc="upper right", fontsize=TEXT_POINTS)
-    readable_axes(ax)
+    ax.legend(loc="upper right")
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -319,8 +403,8 @@ def plot_two_moons(results: dict):
 def plot_per_bin_gaps(gaps):
     """Ghosh et al. Fig. 1(b) at the end of training: ``C_val,b - A_val,b`` per equal-mass bin,
     one line per run (a row of :func:`calibnb.theory.per_bin_gaps`), told apart by colour and
-    marker; the legend stands above the axes, clear of the data. Drawn at :data:`PHONE_WIDTH`
-    with :func:`readable_axes`."""
+    marker; the legend stands above the axes, clear of the data. Drawn at :data:`PHONE_WIDTH`,
+    its texts :data:`TEXT_POINTS` points or more."""
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.4))
     for k, (name, row) in enumerate(gaps.iterrows()):
         ax.plot(row.index, row.to_numpy(), marker="osD^v"[k % 5], ms=5, color=f"C{k}",
@@ -329,8 +413,8 @@ def plot_per_bin_gaps(gaps):
     ax.set(xlabel="validation bin (low → high confidence)",
            ylabel=r"$C_{\mathrm{val}} - A_{\mathrm{val}}$", xticks=list(gaps.columns)[::2])
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(gaps), frameon=False,
-              columnspacing=1.2, fontsize=TEXT_POINTS)
-    readable_axes(ax)
+              columnspacing=1.2)
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig
 
@@ -340,7 +424,7 @@ def plot_train_val_confidence(tables: dict):
     ``C_train`` (solid) and the validation confidence ``C_val`` (stars), one colour per run
     (``tables``: label -> :func:`calibnb.theory.train_val_bin_confidence`). One legend above
     the axes names the colours and the two line styles, clear of the data. Drawn at
-    :data:`PHONE_WIDTH` with :func:`readable_axes`."""
+    :data:`PHONE_WIDTH`, its texts :data:`TEXT_POINTS` points or more."""
     fig, ax = plt.subplots(figsize=(PHONE_WIDTH, 3.6))
     handles = []
     for k, (name, tab) in enumerate(tables.items()):
@@ -357,7 +441,7 @@ def plot_train_val_confidence(tables: dict):
     ax.set(xlabel="validation bin (low → high confidence)", ylabel="mean confidence",
            xticks=list(next(iter(tables.values())).index)[::2])
     ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, frameon=False,
-              handlelength=1.8, columnspacing=1.2, fontsize=TEXT_POINTS)
-    readable_axes(ax)
+              handlelength=1.8, columnspacing=1.2)
+    legible(fig, TEXT_POINTS)
     fig.tight_layout()
     return fig

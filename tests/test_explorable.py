@@ -80,16 +80,20 @@ def test_focal_map_frames_are_the_theory_maps():
     assert np.all(low <= mid * (1 + RTOL)) and np.all(mid <= high * (1 + RTOL))
 
 
-def test_reliability_frames_are_the_metrics(logits_labels):
+@pytest.mark.parametrize("binning", ["width", "mass"])
+def test_reliability_frames_are_the_metrics(logits_labels, binning):
+    """Each frame is calibnb.metrics' reliability table of softmax(z / T), and the ECE it computes
+    from that table's own bins is calibnb.metrics.ece with the same bins, to 1e-12 (equal-width
+    bins at T = 0.5 leave the low-confidence bins empty)."""
     z, y = logits_labels
     temperatures = [0.5, 1.0, 2.0, 3.0]
-    figure = explorable.reliability_under_temperature(z, y, temperatures, n_bins=10, binning="mass")
+    figure = explorable.reliability_under_temperature(z, y, temperatures, n_bins=10, binning=binning)
     spec = data_of(figure)
     assert spec["initial"] == 1
     eces = []
-    for t, frame in zip(temperatures, spec["frames"]):
+    for t, frame, kept in zip(temperatures, spec["frames"], figure.frames):
         probs = softmax(z / t, axis=1)
-        table = reliability_table(probs, y, 10, "mass")
+        table = reliability_table(probs, y, 10, binning)
         table = table[table["count"] > 0]
         bars = layer(frame, "bars", "bar")
         np.testing.assert_allclose(bars["x0"], table["lo"], rtol=RTOL)
@@ -98,10 +102,13 @@ def test_reliability_frames_are_the_metrics(logits_labels):
         gaps = layer(frame, "bars", "gap")
         np.testing.assert_allclose(gaps["y0"], table["accuracy"], rtol=RTOL)
         np.testing.assert_allclose(gaps["y1"], table["confidence"], rtol=RTOL)
-        expected = ece(probs, y, 10, "mass")
-        assert frame["ece"] == pytest.approx(expected, rel=RTOL)
+        expected = ece(probs, y, 10, binning)
+        assert kept["ece"] == pytest.approx(expected, rel=0, abs=1e-12)
+        assert frame["ece"] == kept["ece"]  # the page carries it unrounded
         assert f"ECE = {100 * expected:.2f} %" in frame["readout"]
         eces.append(frame["ece"])
+    if binning == "width":
+        assert len(layer(spec["frames"][0], "bars", "bar")["x0"]) < 10  # empty bins at T = 0.5
     # the data are over-confident by a factor 2: the ECE falls from T = 0.5 towards T = 2
     assert eces[0] > eces[1] > eces[2]
 

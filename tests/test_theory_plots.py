@@ -1,6 +1,8 @@
 """calibnb.plots_theory: every theory figure draws from calibnb.theory without error, with the
 panels and artists the chapters rely on."""
 
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -148,6 +150,30 @@ def test_the_readability_rule_finds_small_text_and_a_covering_legend():
     fig = plt.figure(figsize=(7.0, 3.0))  # 10-point text shrunk from 700 to 342 px: 4.9 pt
     fig.text(0.5, 0.5, "a label")
     assert _readability_defects(fig) == ["'a label' at 4.9 pt on a phone"]
+@pytest.mark.parametrize("size", [plots_theory.LEGIBLE_SIZE, plots_theory.TEXT_POINTS])
+def test_legible_raises_every_text_and_lowers_none(size):
+    """The one readability helper of the book's figures: every visible text of a figure (tick
+    labels of the axes and of a colour bar, axis labels, titles, legends, annotations, a figure
+    legend) reaches ``size``; a text already larger keeps its size."""
+    from matplotlib.text import Text
+
+    fig, (ax, other) = plt.subplots(2, 1, figsize=(plots_theory.PHONE_WIDTH, 5.0))
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set(xlabel="x", ylabel="y", title="a title")
+    ax.legend(fontsize=6)
+    ax.annotate("a note", (0.5, 0.5), fontsize=7)
+    image = other.imshow(np.arange(4.0).reshape(2, 2))
+    fig.colorbar(image, ax=other).set_label("a colour bar", fontsize=5)
+    fig.legend(handles=ax.get_lines(), loc="lower center", fontsize=8)
+    big = fig.suptitle("large", fontsize=20)
+    assert plots_theory.legible(fig, size) is fig
+    fig.canvas.draw()
+    texts = [t for t in fig.findobj(Text) if t.get_text().strip() and t.get_visible()]
+    ticks = [t for a in fig.axes for t in a.get_xticklabels() + a.get_yticklabels() if t.get_text()]
+    assert len(ticks) > 10 and min(t.get_fontsize() for t in ticks + texts) >= size
+    assert big.get_fontsize() == 20
+
+
 @pytest.mark.parametrize(
     "draw",
     [
@@ -191,3 +217,87 @@ def test_focal_analysis_figures_read_on_a_phone(draw):
                      <= max(axis.get_view_interval()) + 1e-12]
             for label in drawn:
                 assert not box.overlaps(label.get_window_extent(renderer)), label.get_text()
+
+
+def _loss_curves(p):
+    """Cross-entropy, focal loss (γ = 3) and inverse focal loss (γ = 2) along p_t, from calibnb."""
+    from calibnb import losses
+
+    return {
+        "CE": losses.loss_along_pt(lambda z, t: losses.cross_entropy(z, t, reduction="none"), p),
+        "FL, γ = 3": losses.loss_along_pt(lambda z, t: losses.focal_loss(z, t, gamma=3, reduction="none"), p),
+        "InvFL, γ = 2": losses.loss_along_pt(
+            lambda z, t: losses.inverse_focal_loss(z, t, gamma=2, reduction="none"), p),
+    }
+
+
+def test_loss_and_slope_draws_each_curve_in_both_panels():
+    """The four loss chapters' figure: each named curve's values above and slopes below, in one
+    colour and line style in both panels, one legend entry per curve standing above the top
+    panel, the limits and labels asked for, and every text readable on a phone."""
+    from matplotlib.colors import to_rgba
+
+    p = np.linspace(0.01, 0.99, 99)
+    curves = _loss_curves(p)
+    fig = plots_theory.plot_loss_and_slope(p, curves, {"InvFL, γ = 2": {"color": "black", "ls": "--", "lw": 1}},
+                                           loss_ylim=(0, 5), slope_ylim=(-10, 0.5), legend_columns=2,
+                                           xlabel="true-class probability $p_t$")
+    top, bottom = fig.axes
+    assert len(top.lines) == len(bottom.lines) == 3
+    assert [t.get_text() for t in top.get_legend().get_texts()] == list(curves)
+    assert bottom.get_legend() is None and all(line.get_label().startswith("_") for line in bottom.lines)
+    for k, (upper, lower, (values, slopes)) in enumerate(zip(top.lines, bottom.lines, curves.values())):
+        np.testing.assert_array_equal(upper.get_xdata(), p)
+        np.testing.assert_array_equal(upper.get_ydata(), values)
+        np.testing.assert_array_equal(lower.get_ydata(), slopes)
+        assert to_rgba(upper.get_color()) == to_rgba(lower.get_color())
+        assert upper.get_linestyle() == lower.get_linestyle()
+    assert [to_rgba(line.get_color()) for line in top.lines] == [to_rgba(c) for c in ("C0", "C1", "black")]
+    assert [line.get_linestyle() for line in top.lines] == ["-", "-", "--"]
+    np.testing.assert_allclose(bottom.lines[0].get_ydata(), -1 / p, rtol=1e-12)  # d(-log p)/dp
+    assert top.get_ylim() == (0, 5) and bottom.get_ylim() == (-10, 0.5)
+    assert (top.get_ylabel(), bottom.get_ylabel()) == ("loss", r"$\partial \mathcal{L} / \partial p_t$")
+    assert bottom.get_xlabel() == "true-class probability $p_t$"
+    renderer = fig.canvas.get_renderer()
+    legend = top.get_legend().get_window_extent(renderer)
+    assert legend.y0 >= top.get_window_extent(renderer).y1 - 1  # above the curves
+    assert 0 <= legend.x0 and legend.x1 <= fig.bbox.width and legend.y1 <= fig.bbox.height
+    assert fig.get_figwidth() <= plots_theory.PHONE_WIDTH
+    assert _readability_defects(fig) == []
+
+
+def test_loss_and_slope_legend_takes_fewer_columns_than_asked_rather_than_leave_the_figure():
+    p = np.linspace(0.01, 0.99, 9)
+    value, slope = _loss_curves(p)["CE"]
+    curves = {f"a long label, number {k}": (value + k, slope) for k in range(6)}
+    fig = plots_theory.plot_loss_and_slope(p, curves, legend_columns=6)
+    legend = fig.axes[0].get_legend()
+    box = legend.get_window_extent(fig.canvas.get_renderer())
+    assert 1 <= legend._ncols < 6
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height
+
+
+@pytest.mark.parametrize(
+    "change, error, name",
+    [
+        (lambda c, p: ({}, None), ValueError, "curves"),
+        (lambda c, p: ([("CE", c["CE"])], None), TypeError, "curves"),
+        (lambda c, p: ({**c, "CE": (c["CE"][0][:-1], c["CE"][1])}, None), ValueError, "curves['CE']"),
+        (lambda c, p: ({**c, "CE": c["CE"][0]}, None), ValueError, "curves['CE']"),
+        (lambda c, p: ({**c, "CE": (c["CE"][0], np.full_like(p, np.nan))}, None), ValueError, "curves['CE'][1]"),
+        (lambda c, p: (c, {"Brier": {"ls": "--"}}), ValueError, "Brier"),
+        (lambda c, p: (c, [("CE", {})]), TypeError, "styles"),
+        (lambda c, p: (c, {"CE": "--"}), TypeError, "styles['CE']"),
+    ],
+)
+def test_loss_and_slope_refuses_bad_input(change, error, name):
+    p = np.linspace(0.01, 0.99, 9)
+    curves, styles = change(_loss_curves(p), p)
+    with pytest.raises(error, match=re.escape(name)):
+        plots_theory.plot_loss_and_slope(p, curves, styles)
+
+
+def test_loss_and_slope_refuses_a_legend_without_columns():
+    p = np.linspace(0.01, 0.99, 9)
+    with pytest.raises(ValueError, match="legend_columns"):
+        plots_theory.plot_loss_and_slope(p, _loss_curves(p), legend_columns=0)
