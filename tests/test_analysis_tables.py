@@ -1,8 +1,12 @@
 """The cells of the results chapter's tables (calibnb.analysis.tables)."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calibnb.analysis.tables import (BETTER, auroc_table, better_of_pair, by_row, fts_table, gamma_counts,
                                      mean_std, metric_columns, paired_wins, profile, ranking, regime_check,
@@ -16,6 +20,32 @@ def test_mean_std_is_the_sample_statistics_in_percent():
     assert mean_std(pd.Series([0.5])) == "50.00 ± nan"  # one seed: no spread to report
     assert mean_std([np.nan]) == "–"
     assert mean_std([]) == "–"
+
+
+#: A negative zero as a reader would see it: "-0", "-0.0", "-0.00", ... with no other digit after.
+NEGATIVE_ZERO = re.compile(r"-0(?:\.0+)?(?![0-9.])")
+
+
+def test_negative_zero_pattern_finds_only_negative_zeros():
+    assert NEGATIVE_ZERO.search("-0.00 ± 0.01") and NEGATIVE_ZERO.search("1.00 (-0.0)")
+    assert not NEGATIVE_ZERO.search("-0.01 ± 0.00") and not NEGATIVE_ZERO.search("0.00 ± 0.00")
+    assert not NEGATIVE_ZERO.search("-0.005") and not NEGATIVE_ZERO.search("10-0.5")
+
+
+def test_mean_std_prints_a_mean_that_rounds_to_zero_without_a_sign():
+    # mean -0.0001 in percent: f"{-0.0001:.2f}" is "-0.00"
+    assert mean_std([-0.000001, -0.000002, -0.000003]) == "0.00 ± 0.00"
+    assert mean_std([-0.00001], digits=1) == "0.0 ± nan"
+    assert mean_std([-0.0001, -0.0003]) == "-0.02 ± 0.01"  # a real negative keeps its sign
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e-3, 1e-3, allow_nan=False), min_size=1, max_size=6),
+       st.sampled_from([1.0, 100.0]), st.integers(0, 4))
+def test_no_mean_std_cell_shows_a_negative_zero(values, scale, digits):
+    cell = mean_std(values, scale=scale, digits=digits)
+    assert not NEGATIVE_ZERO.search(cell), cell
+    assert not NEGATIVE_ZERO.search(" ".join(better_of_pair(values, values[::-1], scale))), values
 
 
 @pytest.mark.parametrize(
@@ -130,6 +160,25 @@ def test_auroc_table_has_pre_and_post_columns_per_shift():
     table = auroc_table(RUNS, {"mnist": "MNIST"})
     assert list(table.columns) == ["MNIST pre T", "MNIST post T"]
     assert table.loc["CE"].tolist() == ["80.00 ± 0.00", "90.00 ± 0.00"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-4e-5, 4e-5, allow_nan=False), min_size=4, max_size=4))
+def test_no_table_cell_shows_a_negative_zero(tiny):
+    """Metrics, temperatures and γ that round to zero (as a metric difference or a degenerate
+    fit can) print without a sign in every table and text that the chapter shows."""
+    runs = regime({"CE": [tuple(tiny), tuple(t / 2 for t in tiny)],
+                   "FL-3": [tuple(-t for t in tiny), (0.0, 0.0, 0.0, 0.0)]})
+    runs["fts_gamma"] = runs["fts_temperature"] = runs["temperature"]
+    texts = [table1(runs).to_string(), fts_table(runs).to_string(), ranking(runs),
+             metric_columns(runs, [("error", "error"), ("ece", "ECE")]).to_string(),
+             auroc_table(runs, {"mnist": "MNIST"}).to_string()]
+    runs["row"] = runs["row"].replace({"FL-3": "FLSD-53"})
+    both = pd.concat([runs, runs.assign(row=runs["row"].replace({"CE": "FL-3", "FLSD-53": "Brier"})),
+                      runs.assign(row=runs["row"].replace({"CE": "LS-0.05", "FLSD-53": "MMCE"}))])
+    texts.append(" ".join(map(str, profile(both).values())))
+    for text in texts:
+        assert not NEGATIVE_ZERO.search(text), text
 
 
 def test_profile_of_the_committed_fashion_mnist_runs_matches_the_ranking():

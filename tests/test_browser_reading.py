@@ -17,7 +17,8 @@ contents at both widths, and we check, as a reader would meet it (issue 27):
 - nothing is written to the browser console as an error, and no script raises;
 - the page has a description (``<meta name="description">``) for search engines and link previews;
 - every figure is a numbered figure ("Fig. 4.2") with a caption, and its alt text describes it
-  (not the image's file path);
+  (not the image's file path); no caption stands without its figure, and every code cell
+  declared a numbered figure has its figure on the page (a figure cell that drew nothing);
 - a method chapter narrates: its visible code (code inputs and printed text, as high as they
   stand on the page) is at most ``MAX_CODE_SHARE`` of the article's height, and it numbers at
   least one display equation ("(4.1)") that its prose can refer to;
@@ -29,10 +30,11 @@ injected from disk: no page of the published site carries it, and no test reache
 
 import re
 
+import jupytext
 import pytest
 
 from book_pages import REPO, toc_files
-from test_browser import METHOD_CHAPTERS, SCREENSHOTS, browser, server  # noqa: F401 (fixtures)
+from test_browser import HTML, METHOD_CHAPTERS, SCREENSHOTS, browser, server  # noqa: F401 (fixtures)
 
 AXE = REPO / "_axe" / "axe.min.js"
 WIDTHS = [1280, 390]
@@ -149,7 +151,11 @@ READING_JS = r"""() => {
   const wideEquations = [...article.querySelectorAll('div.math, mjx-container[display="true"]')].filter(shown)
       .filter(e => e.scrollWidth > e.clientWidth + 1)
       .map(e => `${(e.closest('[id]') || e).id || e.textContent.slice(0, 40)}: ${e.scrollWidth} > ${e.clientWidth} px`);
-  return {codeShare: code.reduce((s, e) => s + height(e), 0) / height(article), wideEquations,
+  // a caption whose figure holds no picture: a figure cell that drew nothing
+  const emptyFigures = [...article.querySelectorAll('figure')].filter(f => f.querySelector('figcaption'))
+      .filter(f => !f.querySelector('img, .explorable, svg, video, iframe'))
+      .map(f => (f.querySelector('figcaption').innerText || f.id).trim().slice(0, 60));
+  return {codeShare: code.reduce((s, e) => s + height(e), 0) / height(article), wideEquations, emptyFigures,
           equations: [...article.querySelectorAll('.math .eqno, span.eqno')].map(e => e.innerText.trim()),
           figures};
 }"""
@@ -242,8 +248,23 @@ def test_page_reads_on_a_laptop_and_a_phone(browser, server, page_name, width): 
             f"{page_name}: visible code takes {found['codeShare']:.0%} of the page (at most {MAX_CODE_SHARE:.0%})")
         assert found["equations"], f"{page_name} numbers no display equation"
     assert not figure_defects(found["figures"]), f"figures: {figure_defects(found['figures'])}"
+    assert not found["emptyFigures"], f"captions without their figure: {found['emptyFigures']}"
     if width >= 1280:
         assert not found["wideEquations"], f"display equations wider than the column: {found['wideEquations']}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page_name", PAGES)
+def test_every_figure_cell_shows_its_figure(page_name):
+    """A code cell declared a numbered figure (``mystnb: figure: name:``) that drew nothing has no
+    figure on the page: its prose and references would point at nothing (nbs/train.md's
+    fig-train-gammas did, with the notebook's default loss)."""
+    source = next((REPO / f"{page_name}{ext}" for ext in (".md", ".ipynb") if (REPO / f"{page_name}{ext}").is_file()))
+    names = [cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+             for cell in jupytext.read(source).cells if cell.cell_type == "code"]
+    page = (HTML / f"{page_name}.html").read_text(encoding="utf-8")
+    missing = [name for name in names if name and f'id="{name}"' not in page]
+    assert not missing, f"{page_name}: figure cells that drew no figure: {missing}"
 
 
 def test_figure_rule():

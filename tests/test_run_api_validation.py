@@ -28,6 +28,7 @@ EXCLUDED = {
     "calibnb.atomic.SEAL_KEYS": "a constant",
     "calibnb.runs.EXECUTION_KEYS": "a constant",
     "calibnb.runs.METRICS": "a constant",
+    "calibnb.runs.SWEEP_SETTINGS": "a constant",
     "calibnb.runs.RunsFailed": "an exception class, raised by sweep",
     "calibnb.train.RECIPES": "a constant",
     "calibnb.train.Recipe": "a frozen dataclass of the papers' recipes; TrainConfig checks the names given",

@@ -153,16 +153,6 @@ def test_a_corrupt_result_file_is_named(tmp_path):
         load_results(tmp_path)
 
 
-def test_describe_gives_the_first_whole_sentence_of_a_sweep_file(tmp_path):
-    from calibnb.runs import describe
-    path = tmp_path / "s.yaml"
-    path.write_text("# Dual focal loss, Table 1 (Tao et al. 2023): ECE pre/post T, CIFAR-10/100,\n"
-                    "# four networks. γ per setting from the README.\n#   python -m calibnb sweep s.yaml\n"
-                    "notebook: x\n")
-    assert describe(path) == "Dual focal loss, Table 1 (Tao et al. 2023): ECE pre/post T, CIFAR-10/100, four networks."
-    assert describe(REPO / "configs/fashion_mnist_cpu.yaml").endswith("on real data on a CPU.")
-
-
 @pytest.mark.parametrize("section, message", [
     ("select: {by: loss, param: [gamma]}", r"unknown key 'param' in select \(did you mean 'params'\?\)"),
     ("select: {by: loss}", "select is missing the key 'params'"),

@@ -26,13 +26,18 @@ def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
     """``"mean ± std"`` of ``values`` times ``scale`` (100: fractions as percent), NaN dropped.
 
     The standard deviation is the sample one (``ddof=1``), ``nan`` for a single value; ``"–"``
-    when no value is left.
+    when no value is left. Both numbers go through :func:`number_text`, so a mean that rounds to
+    zero prints as ``0.00``, never ``-0.00``.
+
+    >>> mean_std([-0.00001, 0.00001, -0.00003])
+    '0.00 ± 0.00'
     """
     values = pd.Series(values, dtype=float).dropna() * scale
     if values.empty:
         return "–"
-    std = values.std(ddof=1) if len(values) > 1 else float("nan")
-    return f"{values.mean():.{digits}f} ± {std:.{digits}f}"
+    if len(values) == 1:  # one seed: no spread to report
+        return f"{number_text(values.iloc[0], digits)} ± nan"
+    return f"{number_text(values.mean(), digits)} ± {number_text(values.std(ddof=1), digits)}"
 
 
 def better_of_pair(first, second, scale: float = 100.0) -> tuple[str, str]:
@@ -118,7 +123,7 @@ def table1(runs: pd.DataFrame, rows=None) -> pd.DataFrame:
     return pd.DataFrame({
         "ECE pre T (%)": by_row(runs, lambda g: mean_std(g["ece"]), rows),
         "ECE post T (%) (T)": by_row(
-            runs, lambda g: f"{mean_std(g['ece_ts'])} ({g['temperature'].mean():.1f})", rows),
+            runs, lambda g: f"{mean_std(g['ece_ts'])} ({number_text(g['temperature'].mean(), 1)})", rows),
         "seeds": by_row(runs, len, rows),
     })
 
@@ -134,8 +139,8 @@ def ranking(runs: pd.DataFrame, rows=None) -> str:
     lines = []
     for column, name in (("ece", "before T"), ("ece_ts", "after T")):
         order = means[column].sort_values()
-        lines.append(f"{name}: " + " < ".join(f"{m} {v:.2f}" for m, v in order.items()))
-        lines.append(f"   range of the method means: {order.min():.2f} to {order.max():.2f} %")
+        lines.append(f"{name}: " + " < ".join(f"{m} {number_text(v)}" for m, v in order.items()))
+        lines.append(f"   range of the method means: {number_text(order.min())} to {number_text(order.max())} %")
     t = runs.groupby("row")["temperature"].mean().reindex([r for r in rows if r in set(runs["row"])])
     for text, chosen in (("over-confident (mean T > 1.05)", t > 1.05),
                          ("under-confident (mean T < 0.95)", t < 0.95),
@@ -157,14 +162,14 @@ def profile(runs: pd.DataFrame) -> dict:
         "methods over-confident (mean T > 1.05)": int((t > 1.05).sum()),
         "methods under-confident (mean T < 0.95)": int((t < 0.95).sum()),
         "mean T: CE / FL-3 / FLSD-53 / LS-0.05": each(("CE", "FL-3", "FLSD-53", "LS-0.05"),
-                                                       lambda m: f"{t[m]:.2f}"),
+                                                       lambda m: number_text(t[m])),
         "FL-3, FLSD-53 below CE's ECE before T": each(
             ("FL-3", "FLSD-53"), lambda m: "yes" if e.loc[m, "ece"] < e.loc["CE", "ece"] else "no"),
         "best before T / after T": f"{e['ece'].idxmin()} / {e['ece_ts'].idxmin()}",
         "error (%): CE / Brier / LS-0.05 / MMCE": each(("CE", "Brier", "LS-0.05", "MMCE"),
-                                                       lambda m: f"{e.loc[m, 'error']:.2f}"),
+                                                       lambda m: number_text(e.loc[m, 'error'])),
         "MMCE's seed std of the error (points)":
-            f"{100 * runs.loc[runs['row'] == 'MMCE', 'error'].std(ddof=1):.2f}",
+            number_text(100 * runs.loc[runs['row'] == 'MMCE', 'error'].std(ddof=1)),
     }
 
 
@@ -202,8 +207,8 @@ def fts_table(runs: pd.DataFrame, rows=None) -> pd.DataFrame:
                 g[f"{metric}_ts"], g[f"{metric}_fts"], scale)
         wins = paired_wins(g, ("adaece",)).loc["adaece"]
         row["FTS better (AdaECE), seeds"] = f"{int(wins['FTS lower'])}/{int(wins['runs'])}"
-        row["T (TS)"] = f"{g['temperature'].mean():.2f}"
-        row["(γ, T) (FTS)"] = f"({g['fts_gamma'].mean():.2f}, {g['fts_temperature'].mean():.2f})"
+        row["T (TS)"] = number_text(g['temperature'].mean())
+        row["(γ, T) (FTS)"] = f"({number_text(g['fts_gamma'].mean())}, {number_text(g['fts_temperature'].mean())})"
         table[r] = row
     return pd.DataFrame(table).T
 

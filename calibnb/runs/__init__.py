@@ -3,6 +3,8 @@
 - :func:`execute` runs a text notebook with papermill parameters into a run folder
   (:func:`run_training`: the training itself, without the notebook);
 - :func:`sweep` expands a YAML grid and runs what is unfinished, in-process or via submitit;
+- :func:`describe`, :func:`sweep_summary`, :func:`sweep_settings`, :func:`sweep_candidates` and
+  :func:`recipe_table` say what sweep files and training recipes hold, as the chapters show it;
 - :func:`load_results` reads every finished run into one pandas table, :func:`label_methods`
   names their methods from their parameters (:func:`method_label`, :func:`method_family`), and
   :func:`select_by_validation` applies a sweep's hyper-parameter choice (:func:`select_runs`:
@@ -23,12 +25,15 @@ from .naming import EXECUTION_KEYS, identity, run_name
 from .results import (METRICS, adafocal_updates, histories, load_results, pooled_logits, prune_unselected,
                       run_of, select_by_validation, select_runs)
 from .parameters import canonical_parameters
-from .sweep import RunsFailed, describe, expand_grid, load_config, plan, prune_sweep, sweep
+from .overview import (SWEEP_SETTINGS, describe, recipe_table, setting_text, sweep_candidates, sweep_settings,
+                       sweep_summary, sweep_summary_markdown)
+from .sweep import RunsFailed, expand_grid, load_config, plan, prune_sweep, sweep
 
 __all__ = [
     "EXECUTION_KEYS",
     "RunsFailed",
     "METRICS",
+    "SWEEP_SETTINGS",
     "adafocal_updates",
     "atomic_path",
     "canonical_parameters",
@@ -55,9 +60,15 @@ __all__ = [
     "save_npz",
     "prune_sweep",
     "prune_unselected",
+    "recipe_table",
     "select_by_validation",
     "select_runs",
+    "setting_text",
     "sweep",
+    "sweep_candidates",
+    "sweep_settings",
+    "sweep_summary",
+    "sweep_summary_markdown",
     "write_json",
     "write_text",
 ]

@@ -41,7 +41,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import re
 from pathlib import Path
 
 from .execute import execute, is_finished, is_pruned, run_training
@@ -74,27 +73,6 @@ def load_config(config: str | os.PathLike | dict) -> dict:
         if key in data and not Path(data[key]).is_absolute():
             data[key] = str(base / data[key])
     return data
-
-
-def describe(path: str | os.PathLike) -> str:
-    """The first sentence of a sweep file's leading comment block (what the sweep regenerates).
-
-    Comment lines are joined up to the first line that is not a comment or that starts a
-    command (a ``#`` and three spaces); the text is cut after its first sentence (a period
-    followed by a word, not by a year as in "et al. 2023").
-    """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: cannot be read as a sweep file ({error})") from None
-    words = []
-    for line in text.splitlines():
-        if not line.startswith("#") or line.startswith("#   "):
-            break
-        words.append(line.lstrip("#").strip())
-    text = " ".join(w for w in words if w)
-    end = re.search(r"(?<!\bal)(?<!e\.g)(?<!i\.e)\.\s+(?=[^\d\s])", text)  # not "et al. 2023"
-    return text if end is None else text[: end.start() + 1]
 
 
 #: The keys a sweep file may hold (the module docstring says what each means).
