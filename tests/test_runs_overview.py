@@ -140,4 +140,8 @@ def test_bad_arguments_are_refused_by_name(tmp_path):
         recipe_table({"x": "cpu"})
     with pytest.raises(TypeError, match="folder"):
         sweep_summary_markdown([not_sweep], folder=3)
+    with pytest.raises(ValueError, match="sweeps: no sweep file given"):
+        sweep_settings({})
+    with pytest.raises(ValueError, match="recipes: no recipe given"):
+        recipe_table({})
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._validation import check_type
 from ..train.recipes import RECIPES, Recipe
 from .strict_yaml import read_yaml
 from .sweep import expand_grid
@@ -40,9 +41,7 @@ _SELECTIONS = {"last": "last epoch's", "best_val_error": "lowest validation erro
 
 
 def _path(value, name: str) -> Path:
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name}: expected a path (str or os.PathLike), got {type(value).__name__}")
-    return Path(value)
+    return Path(check_type(value, name, (str, os.PathLike), "a path (str or os.PathLike)"))
 
 
 def _sweep_file(value, name: str = "path") -> tuple[Path, dict]:
@@ -161,8 +160,7 @@ def sweep_summary_markdown(paths, folder: str = "configs") -> str:
         One item per file: ``- **`configs/<file>`**, <runs> runs. <sentence>`` and an indented
         line ``Data: ... Losses: ...`` with each name in code.
     """
-    if not isinstance(folder, str):
-        raise TypeError(f"folder: expected a str, got {type(folder).__name__}")
+    check_type(folder, "folder", str, "a str")
     code = lambda names: ", ".join(f"`{name}`" for name in names)  # noqa: E731
     return "\n".join(f"- **`{folder}/{name}`**, {row['runs']} runs. {row['regenerates']}\n"
                      f"  Data: {code(row['data sets'])}. Losses: {code(row['losses'])}."
@@ -187,8 +185,9 @@ def sweep_settings(sweeps: Mapping, settings: Mapping | None = None) -> pd.DataF
         :func:`setting_text` of the value as the file writes it: ``"default"`` where the file
         leaves it to the training notebook, ``"none"`` for no out-of-distribution sets.
     """
-    if not isinstance(sweeps, Mapping) or not sweeps:
-        raise TypeError(f"sweeps: expected a non-empty mapping of name → sweep file, got {sweeps!r}")
+    check_type(sweeps, "sweeps", Mapping, "a mapping of name → sweep file")
+    if not sweeps:
+        raise ValueError("sweeps: no sweep file given")
     settings = SWEEP_SETTINGS if settings is None else settings
     if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
         raise TypeError(f"settings: expected a mapping of key → label, got {settings!r}")
@@ -252,11 +251,11 @@ def recipe_table(recipes: Mapping | None = None) -> pd.DataFrame:
         mean), ``gradient clip`` (empty: none) and ``model evaluated``.
     """
     recipes = RECIPES if recipes is None else recipes
-    if not isinstance(recipes, Mapping) or not recipes:
-        raise TypeError(f"recipes: expected a non-empty mapping of name → Recipe, got {recipes!r}")
+    check_type(recipes, "recipes", Mapping, "a mapping of name → calibnb.train.Recipe")
+    if not recipes:
+        raise ValueError("recipes: no recipe given")
     for name, recipe in recipes.items():
-        if not isinstance(recipe, Recipe):
-            raise TypeError(f"recipes[{name!r}]: expected a calibnb.train.Recipe, got {type(recipe).__name__}")
+        check_type(recipe, f"recipes[{name!r}]", Recipe, "a calibnb.train.Recipe")
     table = pd.DataFrame({name: {
         "epochs": r.epochs,
         "batch": r.batch_size,
