@@ -235,7 +235,7 @@ def reliability_under_temperature(logits, labels, temperatures=np.round(np.arang
         probs = softmax(z / t, axis=1)
         table = reliability_table(probs, y, n_bins, binning)
         table = table[table["count"] > 0]  # an empty bin has no mean, and no weight in the ECE
-        error = float((table["count"] * (table["accuracy"] - table["confidence"]).abs()).sum() / len(y))
+        error = float((table["count"] * table["gap"].abs()).sum() / len(y))  # the table's own ECE
         width = (table["hi"] - table["lo"]).to_numpy()
         centre = (table["confidence"]).to_numpy()
         frames.append({
